@@ -1,0 +1,86 @@
+import CSQLite
+
+/// SQLite's type affinity of a declared column type (the rules of "Datatypes In SQLite", section 3.1).
+public enum Affinity: String, Sendable, Equatable {
+    case integer, real, numeric, text, blob
+
+    public init(declaredType: String) {
+        let type = declaredType.uppercased()
+        if type.contains("INT") { self = .integer }
+        else if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { self = .text }
+        else if type.contains("BLOB") || type.isEmpty { self = .blob }
+        else if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { self = .real }
+        else { self = .numeric }
+    }
+}
+
+/// A table column as the live database declares it.
+public struct ColumnInfo: Sendable, Equatable {
+    public let name: String
+    public let declaredType: String
+    public let isNotNull: Bool
+    /// The default as SQL text, or nil when the column has none.
+    public let defaultSQL: String?
+    /// 1-based position in the primary key, 0 when not part of it.
+    public let primaryKeyPosition: Int
+
+    public var affinity: Affinity { Affinity(declaredType: declaredType) }
+}
+
+/// One row reported by `PRAGMA foreign_key_check`.
+public struct ForeignKeyViolation: Sendable, Equatable, CustomStringConvertible {
+    public let table: String
+    public let rowid: Int64?
+    public let parent: String
+
+    public var description: String {
+        "\(table) row \(rowid.map(String.init) ?? "(without rowid)") references a missing row in \(parent)"
+    }
+}
+
+/// An entry of `sqlite_schema`.
+public struct SchemaObject: Sendable, Equatable {
+    public let type: String
+    public let name: String
+    public let table: String
+    public let sql: String
+}
+
+/// Quotes a name as an SQL identifier, so any name (quotes, spaces, keywords, `;`) is safe in SQL text.
+public func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+extension Database {
+    /// True when a table (or view) of that name exists in the main schema.
+    public func tableExists(_ name: String) throws -> Bool {
+        try scalar("SELECT count(*) FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
+                   [name], as: Int.self) ?? 0 > 0
+    }
+
+    /// The columns of a table in declaration order; empty when there is no such table.
+    public func columns(in table: String) throws -> [ColumnInfo] {
+        try query("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)", [table]).all().map { row in
+            ColumnInfo(name: try row.get(0), declaredType: try row.get(1), isNotNull: try row.get(2),
+                       defaultSQL: try row.get(3), primaryKeyPosition: try row.get(4))
+        }
+    }
+
+    /// Rows that break a foreign key, as `PRAGMA foreign_key_check` reports them.
+    public func foreignKeyViolations() throws -> [ForeignKeyViolation] {
+        try query("PRAGMA foreign_key_check").all().map { row in
+            ForeignKeyViolation(table: try row.get(0), rowid: try row.get(1), parent: try row.get(2))
+        }
+    }
+
+    /// The user schema (tables, indexes, views, triggers) in a stable order: by type, then name.
+    public func schemaObjects() throws -> [SchemaObject] {
+        try query("""
+            SELECT type, name, tbl_name, sql FROM sqlite_schema
+            WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+            ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, name
+            """).all().map { row in
+            SchemaObject(type: try row.get(0), name: try row.get(1), table: try row.get(2), sql: try row.get(3))
+        }
+    }
+}

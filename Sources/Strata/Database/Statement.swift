@@ -1,0 +1,154 @@
+import CSQLite
+import Foundation
+
+/// SQLite's "copy the bytes now" destructor, which Swift cannot import as a constant.
+let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// A compiled SQL statement. Obtain one with `Database.prepare(_:)` to run the same SQL many times.
+public final class Statement {
+    let handle: OpaquePointer
+    /// The connection handle, kept to read SQLite's error message for this statement.
+    let connection: OpaquePointer
+    /// The SQL text of this one statement.
+    public let sql: String
+    /// True while a cursor is reading rows, so the statement cache hands out a fresh statement instead.
+    var isBusy = false
+
+    init(handle: OpaquePointer, connection: OpaquePointer, sql: String) {
+        self.handle = handle
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// Column names and a case-insensitive index, built once per statement.
+    public private(set) lazy var layout: RowLayout = {
+        let count = Int(sqlite3_column_count(handle))
+        let names = (0..<count).map { String(cString: sqlite3_column_name(handle, Int32($0))) }
+        return RowLayout(names: names)
+    }()
+
+    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
+
+    /// Binds all parameters at once; checks count and names before anything runs.
+    public func bind(_ arguments: StatementArguments) throws {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        let count = parameterCount
+        switch arguments {
+        case .positional(let values):
+            guard values.count == count else {
+                throw DatabaseError.misuse(
+                    "statement expects \(count) argument\(count == 1 ? "" : "s"), got \(values.count)", sql: sql)
+            }
+            for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
+        case .named(let values):
+            var used = Set<String>()
+            for index in 1...max(count, 1) where count > 0 {
+                guard let cName = sqlite3_bind_parameter_name(handle, Int32(index)) else {
+                    throw DatabaseError.misuse(
+                        "parameter \(index) is positional; pass an array of arguments, not names", sql: sql)
+                }
+                let name = StatementArguments.bareName(String(cString: cName))
+                guard let value = values[name] else {
+                    throw DatabaseError.misuse("missing argument for parameter :\(name)", sql: sql)
+                }
+                used.insert(name)
+                try bind(value, at: Int32(index))
+            }
+            let unknown = Set(values.keys).subtracting(used).sorted()
+            guard unknown.isEmpty else {
+                throw DatabaseError.misuse(
+                    "no parameter named \(unknown.map { ":" + $0 }.joined(separator: ", ")) in the statement", sql: sql)
+            }
+        }
+    }
+
+    /// Binds one value to a 1-based parameter index.
+    public func bind(_ value: DatabaseValue, at index: Int32) throws {
+        let code: Int32
+        switch value {
+        case .null:
+            code = sqlite3_bind_null(handle, index)
+        case .integer(let i):
+            code = sqlite3_bind_int64(handle, index, i)
+        case .real(let d):
+            code = sqlite3_bind_double(handle, index, d)
+        case .text(var s):
+            code = s.withUTF8 { bytes -> Int32 in
+                // An empty buffer has no base address, which SQLite would read as NULL.
+                guard let base = bytes.baseAddress, bytes.count > 0 else {
+                    return sqlite3_bind_text(handle, index, "", 0, nil)
+                }
+                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_bind_text(handle, index, $0, Int32(bytes.count), SQLITE_TRANSIENT)
+                }
+            }
+        case .blob(let data):
+            code = data.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress, raw.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
+                return sqlite3_bind_blob(handle, index, base, Int32(raw.count), SQLITE_TRANSIENT)
+            }
+        }
+        guard code == SQLITE_OK else { throw error(code) }
+    }
+
+    /// Advances one row; true while a row is available.
+    @inline(__always)
+    func step() throws -> Bool {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code:
+            let failure = error(code)
+            sqlite3_reset(handle)
+            throw failure
+        }
+    }
+
+    /// Runs the statement to completion with the given arguments.
+    public func execute(_ arguments: StatementArguments = .none) throws {
+        try bind(arguments)
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
+    /// The value of a 0-based column in the current row.
+    public func value(at index: Int32) -> DatabaseValue {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(handle, index))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_column_double(handle, index))
+        case SQLITE_TEXT:
+            guard let text = sqlite3_column_text(handle, index) else { return .text("") }
+            let length = Int(sqlite3_column_bytes(handle, index))
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self))
+        case SQLITE_BLOB:
+            let length = Int(sqlite3_column_bytes(handle, index))
+            guard let bytes = sqlite3_column_blob(handle, index), length > 0 else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: length))
+        default:
+            return .null
+        }
+    }
+
+    func currentRow() -> Row {
+        let count = Int32(sqlite3_column_count(handle))
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(Int(count))
+        for index in 0..<count { values.append(value(at: index)) }
+        return Row(layout: layout, values: values)
+    }
+
+    func reset() {
+        sqlite3_reset(handle)
+        isBusy = false
+    }
+
+    func error(_ code: Int32) -> DatabaseError {
+        DatabaseError(code: code, message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+    }
+}

@@ -1,0 +1,363 @@
+import CSQLite
+import Foundation
+import XCTest
+@testable import Strata
+
+final class DatabaseTests: XCTestCase {
+    func testOpensFileCreatingItAndReopens() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let path = dir.appendingPathComponent("new.sqlite").path
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path))
+        do {
+            let db = try Database(path: path)
+            try db.execute("CREATE TABLE t (x)")
+            try db.execute("INSERT INTO t VALUES (42)")
+            XCTAssertEqual(db.path, path)
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path))
+        let again = try Database(path: path)
+        XCTAssertEqual(try again.scalar("SELECT x FROM t", as: Int.self), 42)
+    }
+
+    func testInMemoryAndTemporaryDatabasesArePrivate() throws {
+        let a = try Database(.inMemory)
+        let b = try Database(.temporary)
+        try a.execute("CREATE TABLE t (x)")
+        try b.execute("CREATE TABLE t (x)")
+        XCTAssertNil(a.path)
+        XCTAssertFalse(try Database(.inMemory).tableExists("t"))
+    }
+
+    func testOpeningMissingDirectoryFails() {
+        let error = assertThrows(DatabaseError.self) { try Database(path: "/nonexistent-dir/x/db.sqlite") }
+        XCTAssertEqual(error?.resultCode, SQLITE_CANTOPEN)
+        XCTAssertTrue(error?.message.contains("/nonexistent-dir/x/db.sqlite") ?? false)
+    }
+
+    func testReadOnlyDatabaseRefusesWritesCleanly() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let path = dir.appendingPathComponent("ro.sqlite").path
+        try Database(path: path).execute("CREATE TABLE t (x)")
+        let db = try Database(path: path, configuration: .init(readOnly: true))
+        let error = assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (1)") }
+        XCTAssertEqual(error?.resultCode, SQLITE_READONLY)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+        XCTAssertThrowsError(try Database(path: dir.appendingPathComponent("absent.sqlite").path,
+                                          configuration: .init(readOnly: true)))
+    }
+
+    func testForeignKeysAreOnByDefaultAndCanBeTurnedOff() throws {
+        let on = try Database()
+        XCTAssertEqual(try on.scalar("PRAGMA foreign_keys", as: Int.self), 1)
+        let off = try Database(configuration: .init(foreignKeys: false))
+        XCTAssertEqual(try off.scalar("PRAGMA foreign_keys", as: Int.self), 0)
+        try on.executeScript("""
+            CREATE TABLE parent (id INTEGER PRIMARY KEY);
+            CREATE TABLE child (parent_id INTEGER REFERENCES parent(id));
+            """)
+        let error = assertThrows(DatabaseError.self) { try on.execute("INSERT INTO child VALUES (7)") }
+        XCTAssertEqual(error?.extendedResultCode, 787) // SQLITE_CONSTRAINT_FOREIGNKEY
+    }
+
+    func testWALOnRequestAndBusyTimeout() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let path = dir.appendingPathComponent("wal.sqlite").path
+        let db = try Database(path: path, configuration: .init(walMode: true))
+        XCTAssertEqual(try db.scalar("PRAGMA journal_mode", as: String.self), "wal")
+
+        let holder = try Database(path: path)
+        try holder.execute("BEGIN IMMEDIATE")
+        let waiter = try Database(path: path, configuration: .init(busyTimeout: .milliseconds(200)))
+        let start = Date()
+        let error = assertThrows(DatabaseError.self) { try waiter.execute("BEGIN IMMEDIATE") }
+        XCTAssertEqual(error?.resultCode, SQLITE_BUSY)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 0.15)
+        try holder.execute("ROLLBACK")
+    }
+
+    func testPositionalAndNamedArgumentsOfEveryBuiltInType() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE v (i, i64, d, b, s, data, date, uuid, n)")
+        let date = Date(timeIntervalSince1970: 1_700_000_000.25)
+        let uuid = UUID()
+        try db.execute("INSERT INTO v VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       [7, Int64.max, 2.5, true, "text; with 'quote'", Data([0, 1, 2]), date, uuid, nil])
+        let row = try XCTUnwrap(db.query("SELECT * FROM v").next())
+        XCTAssertEqual(try row.get("i", as: Int.self), 7)
+        XCTAssertEqual(try row.get("I64", as: Int64.self), Int64.max)
+        XCTAssertEqual(try row.get("d", as: Double.self), 2.5)
+        XCTAssertEqual(try row.get("b", as: Bool.self), true)
+        XCTAssertEqual(try row.get("s", as: String.self), "text; with 'quote'")
+        XCTAssertEqual(try row.get("data", as: Data.self), Data([0, 1, 2]))
+        XCTAssertEqual(try row.get("date", as: Date.self), date)
+        XCTAssertEqual(row["date"], .text("2023-11-14T22:13:20.250Z"))
+        XCTAssertEqual(try row.get("uuid", as: UUID.self), uuid)
+        XCTAssertEqual(try row.get("n", as: Int?.self), nil)
+        XCTAssertEqual(row[8], .null)
+
+        for prefix in [":", "@", "$"] {
+            try db.execute("DELETE FROM v")
+            try db.execute("INSERT INTO v (i, s) VALUES (\(prefix)a, \(prefix)b)", ["a": 1, "\(prefix)b": "x"])
+            XCTAssertEqual(try db.scalar("SELECT s FROM v WHERE i = 1", as: String.self), "x")
+        }
+    }
+
+    func testWrongArgumentsAreRefusedBeforeAnythingRuns() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (a, b)")
+        var error = assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (?, ?)", [1]) }
+        XCTAssertEqual(error?.resultCode, SQLITE_MISUSE)
+        XCTAssertTrue(error?.message.contains("expects 2 arguments, got 1") ?? false, "\(String(describing: error))")
+        assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (?, ?)", [1, 2, 3]) }
+        error = assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (:a, :b)", ["a": 1]) }
+        XCTAssertTrue(error?.message.contains("missing argument for parameter :b") ?? false)
+        error = assertThrows(DatabaseError.self) {
+            try db.execute("INSERT INTO t VALUES (:a, :b)", ["a": 1, "b": 2, "c": 3])
+        }
+        XCTAssertTrue(error?.message.contains(":c") ?? false)
+        assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (?, ?)", ["a": 1, "b": 2]) }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+    }
+
+    func testExecuteRefusesSeveralStatements() throws {
+        let db = try Database()
+        let error = assertThrows(DatabaseError.self) { try db.execute("CREATE TABLE a (x); CREATE TABLE b (x)") }
+        XCTAssertTrue(error?.message.contains("executeScript") ?? false)
+        XCTAssertFalse(try db.tableExists("a"))
+        try db.execute("CREATE TABLE c (x); -- a trailing comment is fine\n")
+    }
+
+    func testRowsByIndexAndCaseInsensitiveNameAndConversionErrors() throws {
+        let db = try Database()
+        let row = try XCTUnwrap(db.query("SELECT 1 AS One, 'x' AS Two, 2.5 AS three, NULL AS four").next())
+        XCTAssertEqual(row.columnNames, ["One", "Two", "three", "four"])
+        XCTAssertEqual(row["one"], .integer(1))
+        XCTAssertEqual(row["TWO"], .text("x"))
+        XCTAssertNil(row["five"])
+        XCTAssertEqual(row[2], .real(2.5))
+        var error = assertThrows(DatabaseError.self) { try row.get("two", as: Int.self) }
+        XCTAssertEqual(error?.resultCode, SQLITE_MISMATCH)
+        XCTAssertTrue(error?.message.contains("'Two' holds text 'x'") ?? false, "\(String(describing: error))")
+        error = assertThrows(DatabaseError.self) { try row.get("four", as: String.self) }
+        XCTAssertTrue(error?.message.contains("NULL") ?? false)
+        assertThrows(DatabaseError.self) { try row.get("three", as: Int.self) }
+        assertThrows(DatabaseError.self) { try row.get("nope", as: Int.self) }
+        assertThrows(DatabaseError.self) { try row.get(9, as: Int.self) }
+    }
+
+    func testCursorIsLazyAndAllReturnsEveryRow() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE n (x INTEGER)")
+        try db.transaction { db in
+            for i in 1...100 { try db.execute("INSERT INTO n VALUES (?)", [i]) }
+        }
+        var calls = 0
+        try db.createFunction("counted", argumentCount: 1) { args in calls += 1; return args[0] }
+        let cursor = try db.query("SELECT counted(x) FROM n")
+        XCTAssertEqual(try cursor.next()?[0], .integer(1))
+        XCTAssertEqual(calls, 1, "only one row is computed per next()")
+        XCTAssertEqual(try cursor.all().count, 99)
+        XCTAssertNil(try cursor.next())
+        XCTAssertEqual(try db.query("SELECT x FROM n").all().count, 100)
+    }
+
+    func testTwoCursorsOnTheSameSQLDoNotInterfere() throws {
+        let db = try Database()
+        try db.executeScript("CREATE TABLE n (x); INSERT INTO n VALUES (1), (2);")
+        let first = try db.query("SELECT x FROM n ORDER BY x")
+        let second = try db.query("SELECT x FROM n ORDER BY x")
+        XCTAssertEqual(try first.next()?[0], .integer(1))
+        XCTAssertEqual(try second.next()?[0], .integer(1))
+        XCTAssertEqual(try first.next()?[0], .integer(2))
+    }
+
+    func testScriptHandlesCommentsTriggersSemicolonsAndBlankTails() throws {
+        let db = try Database()
+        try db.executeScript("""
+            -- leading comment; with a semicolon
+            CREATE TABLE "odd;name" (id INTEGER PRIMARY KEY, note TEXT DEFAULT 'a;b');
+            /* block ; comment */
+            CREATE TABLE log (message TEXT);
+            CREATE TRIGGER log_insert AFTER INSERT ON "odd;name" BEGIN
+                INSERT INTO log VALUES ('inserted; ' || NEW.id);
+                INSERT INTO log VALUES ('twice');
+            END;
+            INSERT INTO "odd;name" (id) VALUES (1);
+
+
+            -- trailing comment
+            """)
+        XCTAssertEqual(try db.query("SELECT message FROM log ORDER BY rowid").all().map { $0[0] },
+                       [.text("inserted; 1"), .text("twice")])
+        XCTAssertEqual(try db.scalar("SELECT note FROM \"odd;name\"", as: String.self), "a;b")
+        try db.executeScript("")
+        try db.executeScript("  \n-- only a comment\n")
+    }
+
+    func testScriptSyntaxErrorInThirdStatementReportsItsLine() throws {
+        let db = try Database()
+        let error = assertThrows(DatabaseError.self) {
+            try db.executeScript("""
+                CREATE TABLE a (x);
+                -- a comment line
+                INSERT INTO a VALUES (1);
+                  SELEC * FROM a;
+                INSERT INTO a VALUES (2);
+                """)
+        }
+        XCTAssertEqual(error?.line, 4)
+        XCTAssertEqual(error?.column, 3)
+        XCTAssertTrue(error?.message.contains("syntax error") ?? false)
+        XCTAssertTrue(error?.description.contains("line 4, column 3") ?? false)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), 1, "statements after the error do not run")
+    }
+
+    func testScriptRuntimeErrorPositionCountsCRLFAndCharacters() throws {
+        let db = try Database()
+        let error = assertThrows(DatabaseError.self) {
+            try db.executeScript("CREATE TABLE é (x UNIQUE);\r\nINSERT INTO é VALUES (1); INSERT INTO é VALUES (1);\r\n")
+        }
+        XCTAssertEqual(error?.line, 2)
+        XCTAssertEqual(error?.column, 27)
+        XCTAssertEqual(error?.extendedResultCode, 2067) // SQLITE_CONSTRAINT_UNIQUE
+    }
+
+    func testConstraintViolationCarriesExtendedCode() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+        var error = assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t (name) VALUES (NULL)") }
+        XCTAssertEqual(error?.resultCode, SQLITE_CONSTRAINT)
+        XCTAssertEqual(error?.extendedResultCode, 1299) // SQLITE_CONSTRAINT_NOTNULL
+        XCTAssertTrue(error?.message.contains("NOT NULL constraint failed: t.name") ?? false)
+        XCTAssertEqual(error?.sql, "INSERT INTO t (name) VALUES (NULL)")
+        try db.execute("INSERT INTO t VALUES (1, 'a')")
+        error = assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (1, 'b')") }
+        XCTAssertEqual(error?.extendedResultCode, 1555) // SQLITE_CONSTRAINT_PRIMARYKEY
+    }
+
+    func testTransactionCommitsAndRollsBackWithoutTrace() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        try db.transaction(.immediate) { db in try db.execute("INSERT INTO t VALUES (1)") }
+        struct Boom: Error {}
+        XCTAssertThrowsError(try db.transaction(.exclusive) { db in
+            XCTAssertTrue(db.isInTransaction)
+            try db.execute("INSERT INTO t VALUES (2)")
+            try db.execute("CREATE TABLE other (y)")
+            throw Boom()
+        }) { XCTAssertTrue($0 is Boom) }
+        XCTAssertFalse(db.isInTransaction)
+        XCTAssertEqual(try db.query("SELECT x FROM t").all().map { $0[0] }, [.integer(1)])
+        XCTAssertFalse(try db.tableExists("other"))
+    }
+
+    func testNestedSavepointsAndNestedTransactionRefused() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        struct Boom: Error {}
+        try db.transaction { db in
+            try db.execute("INSERT INTO t VALUES (1)")
+            try? db.savepoint { db in
+                try db.execute("INSERT INTO t VALUES (2)")
+                throw Boom()
+            }
+            try db.savepoint { db in
+                try db.execute("INSERT INTO t VALUES (3)")
+                try? db.savepoint { db in
+                    try db.execute("INSERT INTO t VALUES (4)")
+                    throw Boom()
+                }
+            }
+            let error = assertThrows(DatabaseError.self) { try db.transaction { _ in } }
+            XCTAssertEqual(error?.resultCode, SQLITE_MISUSE)
+        }
+        XCTAssertEqual(try db.query("SELECT x FROM t ORDER BY x").all().map { $0[0] }, [.integer(1), .integer(3)])
+    }
+
+    func testCommitFailureRollsBack() throws {
+        let db = try Database()
+        try db.executeScript("""
+            CREATE TABLE p (id INTEGER PRIMARY KEY);
+            CREATE TABLE c (p INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED);
+            """)
+        let error = assertThrows(DatabaseError.self) {
+            try db.transaction { db in try db.execute("INSERT INTO c VALUES (5)") }
+        }
+        XCTAssertEqual(error?.resultCode, SQLITE_CONSTRAINT)
+        XCTAssertFalse(db.isInTransaction)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM c", as: Int.self), 0)
+    }
+
+    func testStatementCacheAndChangeCounters() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, x)")
+        let first = try db.cachedStatement("INSERT INTO t (x) VALUES (?)")
+        XCTAssertTrue(first === (try db.cachedStatement("INSERT INTO t (x) VALUES (?)")))
+        try db.execute("INSERT INTO t (x) VALUES (?)", ["a"])
+        try db.execute("INSERT INTO t (x) VALUES (?)", ["b"])
+        XCTAssertEqual(db.lastInsertRowID, 2)
+        try db.execute("UPDATE t SET x = 'c'")
+        XCTAssertEqual(db.changes, 2)
+        XCTAssertEqual(db.totalChanges, 4)
+        let statement = try db.prepare("INSERT INTO t (x) VALUES (?)")
+        for i in 0..<3 { try statement.execute([i]) }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 5)
+    }
+
+    func testScalarFunctionsFromClosures() throws {
+        let db = try Database()
+        try db.createFunction("reverse", argumentCount: 1) { args in
+            guard case .text(let s) = args[0] else { return nil as String? }
+            return String(s.reversed())
+        }
+        try db.createFunction("sum_all", argumentCount: -1) { args in
+            args.reduce(0) { $0 + (Int64.fromDatabaseValue($1) ?? 0) }
+        }
+        struct Refused: Error, CustomStringConvertible { var description: String { "refused by Swift" } }
+        try db.createFunction("fail", argumentCount: 0) { _ in throw Refused() }
+        XCTAssertEqual(try db.scalar("SELECT reverse('abc')", as: String.self), "cba")
+        XCTAssertEqual(try db.scalar("SELECT reverse(NULL)", as: String.self), nil)
+        XCTAssertEqual(try db.scalar("SELECT sum_all(1, 2, 3)", as: Int.self), 6)
+        let error = assertThrows(DatabaseError.self) { try db.scalar("SELECT fail()", as: Int.self) }
+        XCTAssertTrue(error?.message.contains("refused by Swift") ?? false)
+    }
+
+    func testCustomTypesAdoptTheValueProtocol() throws {
+        struct Cents: DatabaseValueConvertible, Equatable {
+            var value: Int64
+            var databaseValue: DatabaseValue { .integer(value) }
+            static func fromDatabaseValue(_ v: DatabaseValue) -> Cents? {
+                Int64.fromDatabaseValue(v).map(Cents.init)
+            }
+        }
+        let db = try Database()
+        try db.execute("CREATE TABLE m (amount INTEGER)")
+        try db.execute("INSERT INTO m VALUES (?)", [Cents(value: 1999)])
+        XCTAssertEqual(try db.scalar("SELECT amount FROM m", as: Cents.self), Cents(value: 1999))
+    }
+
+    func testClosedDatabaseThrows() throws {
+        let db = try Database()
+        db.close()
+        XCTAssertThrowsError(try db.execute("SELECT 1"))
+        XCTAssertThrowsError(try db.executeScript("SELECT 1;"))
+    }
+
+    func testIntrospection() throws {
+        let db = try Database()
+        try db.executeScript("""
+            CREATE TABLE "a b" (id INTEGER PRIMARY KEY, "na""me" VARCHAR(10) NOT NULL DEFAULT 'x', score REAL, raw);
+            CREATE INDEX ab_score ON "a b"(score);
+            CREATE VIEW v AS SELECT * FROM "a b";
+            """)
+        let columns = try db.columns(in: "a b")
+        XCTAssertEqual(columns.map(\.name), ["id", "na\"me", "score", "raw"])
+        XCTAssertEqual(columns.map(\.affinity), [.integer, .text, .real, .blob])
+        XCTAssertEqual(columns[1].defaultSQL, "'x'")
+        XCTAssertTrue(columns[1].isNotNull)
+        XCTAssertEqual(columns[0].primaryKeyPosition, 1)
+        XCTAssertEqual(try db.schemaObjects().map(\.name), ["a b", "ab_score", "v"])
+        XCTAssertEqual(quoteIdentifier("na\"me"), "\"na\"\"me\"")
+        XCTAssertEqual(Affinity(declaredType: "DECIMAL(10,2)"), .numeric)
+    }
+}

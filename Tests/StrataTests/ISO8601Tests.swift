@@ -1,0 +1,34 @@
+import Foundation
+import XCTest
+@testable import Strata
+
+final class ISO8601Tests: XCTestCase {
+    func testParsesTheAcceptedForms() {
+        XCTAssertEqual(ISO8601.parse("1970-01-01")?.timeIntervalSince1970, 0)
+        XCTAssertEqual(ISO8601.parse("2010-12-01T21:35:43+0900")?.timeIntervalSince1970, 1_291_206_943)
+        XCTAssertEqual(ISO8601.parse("2010-12-01T12:35:43Z")?.timeIntervalSince1970, 1_291_206_943)
+        XCTAssertEqual(ISO8601.parse("2010-12-01 12:35:43")?.timeIntervalSince1970, 1_291_206_943)
+        XCTAssertEqual(ISO8601.parse("2010-12-01T07:35:43-05:00")?.timeIntervalSince1970, 1_291_206_943)
+        XCTAssertEqual(ISO8601.parse("2010-12-01T12:35")?.timeIntervalSince1970, 1_291_206_900)
+        XCTAssertEqual(ISO8601.parse("2000-02-29T00:00:00.5Z")?.timeIntervalSince1970, 951_782_400.5)
+        XCTAssertEqual(ISO8601.parse("1969-12-31T23:59:59Z")?.timeIntervalSince1970, -1)
+    }
+
+    func testRejectsWhatIsNotADate() {
+        for text in ["", "2010-13-01", "2010-02-30", "2019-02-29", "2010-1-01", "2010-12-01T24:00",
+                     "2010-12-01T12:60", "2010-12-01T12:35:43+2500", "2010-12-01Z", "2010-12-01T", "yesterday",
+                     "2010-12-01T12:35:43.", "2010-12-01T12:35:43 extra", "１９７０-01-01"] {
+            XCTAssertNil(ISO8601.parse(text), text)
+        }
+    }
+
+    func testFormatsUTCAndRoundTrips() {
+        XCTAssertEqual(ISO8601.format(Date(timeIntervalSince1970: 1_291_206_943)), "2010-12-01T12:35:43Z")
+        XCTAssertEqual(ISO8601.format(Date(timeIntervalSince1970: 0.125)), "1970-01-01T00:00:00.125Z")
+        XCTAssertEqual(ISO8601.format(seconds: -86_400, includeTime: false), "1969-12-31")
+        for seconds in stride(from: Int64(-5_000_000_000), to: 5_000_000_000, by: 123_456_789) {
+            let text = ISO8601.format(seconds: seconds, includeTime: true)
+            XCTAssertEqual(ISO8601.parse(text).map { Int64($0.timeIntervalSince1970) }, seconds, text)
+        }
+    }
+}
