@@ -3,7 +3,38 @@ import Strata
 
 /// The command table and dispatch. Commands only parse, call the library, and render.
 enum CLI {
-    static let commands: [CommandSpec] = []
+    static let manifestOptions: Set<String> = ["manifest", "database"]
+
+    static let commands: [CommandSpec] = [
+        CommandSpec(name: "validate", summary: "check a manifest, the files it names and their SQL",
+                    usage: "strata validate --manifest PATH", valueOptions: ["manifest"],
+                    details: "Exit 0 with a summary when valid; exit 1 listing every problem as path:line:column: message."),
+        CommandSpec(name: "migrate", summary: "apply every pending migration and seed, in plan order",
+                    usage: "strata migrate --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS]",
+                    valueOptions: manifestOptions.union(["timeout"]), repeatableOptions: ["context"], flags: ["strict-order"]),
+        CommandSpec(name: "seed", summary: "apply pending seed sets only",
+                    usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS]",
+                    valueOptions: manifestOptions.union(["timeout"]), repeatableOptions: ["context"]),
+        CommandSpec(name: "status", summary: "show every step: applied, pending, drifted, missing or dirty",
+                    usage: "strata status --manifest PATH [--database PATH] [--context NAME]...",
+                    valueOptions: manifestOptions, repeatableOptions: ["context"],
+                    details: "Exit 3 when a step is drifted, missing or dirty."),
+        CommandSpec(name: "plan", summary: "show what migrate would do, writing nothing",
+                    usage: "strata plan --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--sql]",
+                    valueOptions: manifestOptions, repeatableOptions: ["context"], flags: ["sql", "strict-order"]),
+        CommandSpec(name: "baseline", summary: "record every step up to FILE as applied without running it",
+                    usage: "strata baseline --through FILE --manifest PATH [--database PATH] [--context NAME]...",
+                    valueOptions: manifestOptions.union(["through"]), repeatableOptions: ["context"]),
+        CommandSpec(name: "repair", summary: "re-record checksums of drifted steps; mark removed ones deleted",
+                    usage: "strata repair --manifest PATH [--database PATH]", valueOptions: manifestOptions),
+        CommandSpec(name: "resolve", summary: "settle a dirty transaction=\"none\" step after checking it by hand",
+                    usage: "strata resolve FILE --applied|--rolled-back --manifest PATH [--database PATH]",
+                    valueOptions: manifestOptions, flags: ["applied", "rolled-back"], positionals: 1...1),
+        CommandSpec(name: "new", summary: "create the next migration file in the manifest's migrations directory",
+                    usage: "strata new NAME --manifest PATH", valueOptions: ["manifest"], positionals: 1...1),
+        CommandSpec(name: "schema", summary: "print the database's schema in a stable order, for diffing",
+                    usage: "strata schema [--database PATH | --manifest PATH]", valueOptions: manifestOptions),
+    ]
 
     static var usage: String {
         var text = """
@@ -51,24 +82,39 @@ enum CLI {
             printError("strata: unknown command '\(first)'\nRun 'strata --help' for the list of commands.")
             return ExitCode.usage
         }
+        var output: Output?
         do {
             let invocation = try Invocation.parse(Array(arguments.dropFirst()), spec: spec)
             if invocation.has("help") {
                 print("Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)")
                 return ExitCode.success
             }
-            return try execute(invocation)
+            output = Output(invocation)
+            return try Commands(invocation: invocation, output: Output(invocation)).run()
         } catch let error as UsageError {
             printError("strata \(spec.name): \(error)\nUsage: \(spec.usage)")
             return ExitCode.usage
+        } catch let error as ManifestError {
+            // An invalid manifest stops every command before it touches the database.
+            output?.object(["command": .string(spec.name), "error": "invalid-manifest",
+                            "problems": .array(error.problems.map(Commands.json))])
+            printError(error.description)
+            return spec.name == "validate" ? ExitCode.stepFailed : ExitCode.refused
+        } catch let error as MigrationError {
+            let code: Int32
+            switch error {
+            case .refused: code = ExitCode.refused
+            case .noDatabase: code = ExitCode.usage
+            case .lockTimeout, .invalidStep: code = ExitCode.stepFailed
+            }
+            output?.object(Commands.json(error, command: spec.name))
+            printError("strata \(spec.name): \(error)")
+            return code
         } catch {
+            output?.object(["command": .string(spec.name), "error": .string("\(error)")])
             printError("strata \(spec.name): \(error)")
             return ExitCode.stepFailed
         }
-    }
-
-    static func execute(_ invocation: Invocation) throws -> Int32 {
-        throw UsageError("'\(invocation.spec.name)' is not available")
     }
 }
 

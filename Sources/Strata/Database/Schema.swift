@@ -84,3 +84,14 @@ extension Database {
         }
     }
 }
+
+extension Database {
+    /// The schema as SQL text in a stable order (tables, indexes, views, triggers, each by name), one statement
+    /// per object, so two databases can be compared with `diff`. Tables named in `excluding` are left out.
+    public func canonicalSchema(excluding excluded: Set<String> = []) throws -> String {
+        try schemaObjects()
+            .filter { !excluded.contains($0.name) && !excluded.contains($0.table) }
+            .map { $0.sql + ";\n" }
+            .joined(separator: "\n")
+    }
+}

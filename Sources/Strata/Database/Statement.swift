@@ -95,6 +95,45 @@ public final class Statement {
         guard code == SQLITE_OK else { throw error(code) }
     }
 
+    // Allocation-free binding for bulk loads; indexes are 1-based. Failures surface when the statement runs.
+
+    /// Binds NULL.
+    @inline(__always) public func bindNull(at index: Int32) { sqlite3_bind_null(handle, index) }
+    /// Binds an integer.
+    @inline(__always) public func bind(int64 value: Int64, at index: Int32) { sqlite3_bind_int64(handle, index, value) }
+    /// Binds a floating-point value.
+    @inline(__always) public func bind(double value: Double, at index: Int32) { sqlite3_bind_double(handle, index, value) }
+    /// Binds UTF-8 text, copied by SQLite before this returns.
+    @inline(__always) public func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            sqlite3_bind_text(handle, index, "", 0, nil)
+            return
+        }
+        base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+            _ = sqlite3_bind_text(handle, index, $0, Int32(bytes.count), SQLITE_TRANSIENT)
+        }
+    }
+
+    /// Binds bytes as a blob, copied by SQLite before this returns.
+    @inline(__always) public func bind(blob bytes: UnsafeBufferPointer<UInt8>, at index: Int32) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            sqlite3_bind_zeroblob(handle, index, 0)
+            return
+        }
+        sqlite3_bind_blob(handle, index, base, Int32(bytes.count), SQLITE_TRANSIENT)
+    }
+
+    /// Runs the statement once with its current bindings and resets it, keeping the bindings.
+    @inline(__always) public func run() throws {
+        let code = sqlite3_step(handle)
+        guard code == SQLITE_DONE || code == SQLITE_ROW else {
+            let failure = error(code)
+            sqlite3_reset(handle)
+            throw failure
+        }
+        sqlite3_reset(handle)
+    }
+
     /// Advances one row; true while a row is available.
     @inline(__always)
     func step() throws -> Bool {

@@ -1,0 +1,295 @@
+import Foundation
+
+/// Reads a manifest and its includes into a `Manifest`, collecting every problem rather than stopping at the first.
+struct ManifestLoader {
+    private var problems: [ManifestProblem] = []
+    private var databasePath: String?
+    private var databaseLocation: SourceLocation?
+    private var migrations: [MigrationStep] = []
+    private var seeds: [SeedStep] = []
+    private var models: [ModelMapping] = []
+    private var migrationDirectory: String?
+    /// Resolved paths of the manifests being read, outermost first, to refuse include cycles.
+    private var includeStack: [String] = []
+
+    mutating func load(path: String) throws -> Manifest {
+        let resolved = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard let data = FileManager.default.contents(atPath: resolved) else {
+            throw ManifestError(problems: [ManifestProblem(SourceLocation(path: path, line: 1),
+                                                           "cannot read the manifest (\(Self.reason(for: resolved)))")])
+        }
+        includeStack = [resolved]
+        read([UInt8](data), path: path, directory: (resolved as NSString).deletingLastPathComponent, isTop: true)
+        return try finish(path: path)
+    }
+
+    mutating func load(text: String, path: String, directory: String) throws -> Manifest {
+        includeStack = [URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path]
+        read(Array(text.utf8), path: path, directory: URL(fileURLWithPath: directory).standardizedFileURL.path, isTop: true)
+        return try finish(path: path)
+    }
+
+    // MARK: Reading one document
+
+    private mutating func read(_ bytes: [UInt8], path: String, directory: String, isTop: Bool) {
+        let document: XMLDocument
+        switch XMLDocument.parse(bytes, path: path) {
+        case .failure(let error):
+            problems += error.problems
+            return
+        case .success(let parsed):
+            document = parsed
+        }
+        problems += document.validate(schema: ManifestSchema.xsd)
+        guard let root = document.root, root.name == "manifest" else { return }
+        let context = Context(path: path, directory: directory)
+        for element in root.children {
+            switch element.name {
+            case "database" where isTop:
+                readDatabase(element, context)
+            case "migrations":
+                if isTop, migrationDirectory == nil, let directory = element.attribute("directory") {
+                    migrationDirectory = context.resolve(directory)
+                }
+                readMigrations(element, context)
+            case "seeds":
+                element.children.filter { $0.name == "seed" }.forEach { readSeed($0, context) }
+            case "models":
+                element.children.filter { $0.name == "model" }.forEach { readModel($0, context) }
+            case "include":
+                readInclude(element, context)
+            default:
+                break // Only an included manifest's <database> lands here: the top manifest names the database.
+            }
+        }
+    }
+
+    /// Where relative paths of one manifest resolve, and how its problems name it.
+    private struct Context {
+        let path: String
+        let directory: String
+
+        func resolve(_ relative: String, against base: String? = nil) -> String {
+            URL(fileURLWithPath: relative, relativeTo: URL(fileURLWithPath: base ?? directory, isDirectory: true))
+                .standardizedFileURL.path
+        }
+
+        /// The path of a file this manifest names, as the user would write it next to the manifest's path.
+        func written(_ relative: String) -> String {
+            relative.hasPrefix("/") ? relative : ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(relative)
+        }
+    }
+
+    private mutating func problem(_ element: XMLElement, _ message: String) {
+        problems.append(ManifestProblem(element.location, message))
+    }
+
+    private mutating func readDatabase(_ element: XMLElement, _ context: Context) {
+        guard let path = element.attribute("path") else { return }
+        if let databaseLocation {
+            problem(element, "a second <database>; the first is at \(databaseLocation)")
+            return
+        }
+        databaseLocation = element.location
+        databasePath = context.resolve(path)
+    }
+
+    private mutating func readMigrations(_ element: XMLElement, _ context: Context) {
+        var directory: String?
+        var found: [String: MigrationStep] = [:]
+        if let relative = element.attribute("directory") {
+            let resolved = context.resolve(relative)
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) || !isDirectory.boolValue {
+                problem(element, "migrations directory '\(relative)' does not exist (looked for \(resolved))")
+            } else {
+                directory = resolved
+                do {
+                    for name in try FileManager.default.contentsOfDirectory(atPath: resolved)
+                    where name.hasSuffix(".sql") && !name.hasPrefix(".") {
+                        let file = (resolved as NSString).appendingPathComponent(name)
+                        var isDir: ObjCBool = false
+                        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDir), !isDir.boolValue else { continue }
+                        found[file] = MigrationStep(id: name, path: file, runsInTransaction: true, location: element.location)
+                    }
+                } catch {
+                    problem(element, "cannot list migrations directory '\(relative)': \(error.localizedDescription)")
+                }
+            }
+        }
+        for child in element.children where child.name == "migration" {
+            guard let file = child.attribute("file") else { continue }
+            let resolved = context.resolve(file, against: directory)
+            guard Self.isReadableFile(resolved) else {
+                problem(child, "migration file '\(file)' cannot be read (\(Self.reason(for: resolved)))")
+                continue
+            }
+            found[resolved] = MigrationStep(id: (resolved as NSString).lastPathComponent, path: resolved,
+                                            runsInTransaction: child.attribute("transaction") != "none",
+                                            location: child.location)
+        }
+        migrations += found.values
+    }
+
+    private mutating func readSeed(_ element: XMLElement, _ context: Context) {
+        guard let file = element.attribute("file"), let table = element.attribute("table") else { return }
+        let resolved = context.resolve(file)
+        if !Self.isReadableFile(resolved) {
+            problem(element, "seed file '\(file)' cannot be read (\(Self.reason(for: resolved)))")
+        }
+        let mode = element.attribute("mode").flatMap(SeedMode.init(rawValue:)) ?? .insert
+        var key: [String] = []
+        if let keyText = element.attribute("key") {
+            key = Self.list(keyText)
+            if key.isEmpty { problem(element, "key is empty; name one or more columns, separated by commas") }
+        } else if mode == .upsert || mode == .sync {
+            problem(element, "mode=\"\(mode.rawValue)\" needs key=\"…\" naming the columns that identify a row")
+        }
+        if Set(key.map { $0.lowercased() }).count != key.count { problem(element, "key names a column twice") }
+
+        var delimiter = UInt8(ascii: ",")
+        if let text = element.attribute("delimiter") {
+            switch text {
+            case ",": delimiter = UInt8(ascii: ",")
+            case ";": delimiter = UInt8(ascii: ";")
+            case "|": delimiter = UInt8(ascii: "|")
+            case "\t", "tab", "\\t": delimiter = UInt8(ascii: "\t")
+            default: problem(element, "delimiter '\(text)' is not one of ',' ';' '|' or 'tab'")
+            }
+        }
+
+        var columns: [SeedColumn] = []
+        var columnNames = Set<String>()
+        for child in element.children where child.name == "column" {
+            guard let name = child.attribute("name") else { continue }
+            if !columnNames.insert(name.lowercased()).inserted { problem(child, "column '\(name)' is configured twice") }
+            let type = child.attribute("type").flatMap(SeedColumn.ValueType.init(rawValue:))
+            let storage = child.attribute("storage").flatMap(SeedColumn.DateStorage.init(rawValue:))
+            if storage != nil && type != .date && type != .datetime {
+                problem(child, "storage applies only to type=\"date\" or type=\"datetime\"")
+            }
+            let format = child.attribute("format")
+            if let format {
+                switch type {
+                case .blob where format == "hex" || format == "base64": break
+                case .date?, .datetime?:
+                    if format != "iso8601" && format != "unix" { fallthrough }
+                default:
+                    problem(child, "format '\(format)' does not apply to type \(type?.rawValue ?? "(none)"); "
+                            + "use hex or base64 for blob, iso8601 or unix for date and datetime")
+                }
+            }
+            columns.append(SeedColumn(name: name, type: type, format: format, storage: storage ?? .text))
+        }
+
+        let contexts = element.attribute("context").map(Self.list) ?? []
+        seeds.append(SeedStep(
+            id: element.attribute("id") ?? (resolved as NSString).lastPathComponent, path: resolved, table: table,
+            after: element.attribute("after"), mode: mode, key: key,
+            onChange: element.attribute("onChange").flatMap(SeedChangePolicy.init(rawValue:)) ?? .fail,
+            contexts: contexts, delimiter: delimiter, nullToken: element.attribute("null"), columns: columns,
+            location: element.location))
+    }
+
+    private mutating func readModel(_ element: XMLElement, _ context: Context) {
+        guard let type = element.attribute("type") else { return }
+        var primaryKey: [String] = []
+        if let text = element.attribute("primaryKey") {
+            primaryKey = Self.list(text)
+            if primaryKey.isEmpty { problem(element, "primaryKey is empty; name one or more columns, separated by commas") }
+        }
+        var columns: [String: String] = [:]
+        for child in element.children where child.name == "property" {
+            guard let name = child.attribute("name"), let column = child.attribute("column") else { continue }
+            if columns[name] != nil {
+                problem(child, "property '\(name)' of \(type) is mapped twice")
+                continue
+            }
+            columns[name] = column
+        }
+        let mappedColumns = columns.values.map { $0.lowercased() }
+        if Set(mappedColumns).count != mappedColumns.count {
+            problem(element, "two properties of \(type) map to the same column")
+        }
+        models.append(ModelMapping(typeName: type, table: element.attribute("table"), primaryKey: primaryKey,
+                                   columns: columns, location: element.location))
+    }
+
+    private mutating func readInclude(_ element: XMLElement, _ context: Context) {
+        guard let relative = element.attribute("manifest") else { return }
+        let resolved = context.resolve(relative)
+        if let start = includeStack.firstIndex(of: resolved) {
+            let cycle = (includeStack[start...] + [resolved]).map { ($0 as NSString).lastPathComponent }
+            problem(element, "include cycle: \(cycle.joined(separator: " → "))")
+            return
+        }
+        guard let data = FileManager.default.contents(atPath: resolved) else {
+            problem(element, "included manifest '\(relative)' cannot be read (\(Self.reason(for: resolved)))")
+            return
+        }
+        includeStack.append(resolved)
+        read([UInt8](data), path: context.written(relative), directory: (resolved as NSString).deletingLastPathComponent,
+             isTop: false)
+        includeStack.removeLast()
+    }
+
+    // MARK: Checks across all documents
+
+    private mutating func finish(path: String) throws -> Manifest {
+        var byID: [String: MigrationStep] = [:]
+        for migration in migrations.sorted(by: { $0.location.line < $1.location.line }) {
+            if let first = byID[migration.id] {
+                if first.path == migration.path { continue }
+                problems.append(ManifestProblem(migration.location,
+                    "migration file name '\(migration.id)' is used twice (\(first.path) and \(migration.path)); a migration's file name is its identity"))
+            } else {
+                byID[migration.id] = migration
+            }
+        }
+        let ordered = byID.values.sorted { NaturalOrder.areInIncreasingOrder($0.id, $1.id) }
+        var seedIDs: [String: SourceLocation] = [:]
+        for seed in seeds {
+            if let first = seedIDs[seed.id] {
+                problems.append(ManifestProblem(seed.location, "seed id '\(seed.id)' is already used at \(first); give one an id=\"…\""))
+            } else {
+                seedIDs[seed.id] = seed.location
+            }
+            if let after = seed.after, byID[after] == nil {
+                problems.append(ManifestProblem(seed.location, "after=\"\(after)\" names no migration of this manifest"))
+            }
+        }
+        var modelTypes: [String: SourceLocation] = [:]
+        for model in models {
+            guard let location = model.location else { continue }
+            if let first = modelTypes[model.typeName] {
+                problems.append(ManifestProblem(location, "model \(model.typeName) is already mapped at \(first)"))
+            } else {
+                modelTypes[model.typeName] = location
+            }
+        }
+        guard problems.isEmpty else {
+            throw ManifestError(problems: problems.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) })
+        }
+        return Manifest(path: path, databasePath: databasePath, migrations: ordered, seeds: seeds, models: models,
+                        migrationDirectory: migrationDirectory)
+    }
+
+    // MARK: Helpers
+
+    static func list(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    static func isReadableFile(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+            && FileManager.default.isReadableFile(atPath: path)
+    }
+
+    static func reason(for path: String) -> String {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) { return "no such file: \(path)" }
+        if isDirectory.boolValue { return "\(path) is a directory" }
+        return "permission denied: \(path)"
+    }
+}

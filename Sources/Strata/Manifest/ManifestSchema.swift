@@ -1,0 +1,114 @@
+/// The XML Schema every manifest is validated against, embedded so the tool needs no file beside it.
+/// Checks a schema cannot express (files exist, names unique, `after` targets) are made by `ManifestLoader`.
+enum ManifestSchema {
+    static let xsd = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" elementFormDefault="qualified">
+      <xs:simpleType name="nonEmpty">
+        <xs:restriction base="xs:string"><xs:minLength value="1"/><xs:pattern value=".*\\S.*"/></xs:restriction>
+      </xs:simpleType>
+      <xs:simpleType name="seedMode">
+        <xs:restriction base="xs:string">
+          <xs:enumeration value="insert"/><xs:enumeration value="ignore"/><xs:enumeration value="upsert"/>
+          <xs:enumeration value="replace"/><xs:enumeration value="sync"/>
+        </xs:restriction>
+      </xs:simpleType>
+      <xs:simpleType name="onChange">
+        <xs:restriction base="xs:string"><xs:enumeration value="fail"/><xs:enumeration value="reapply"/></xs:restriction>
+      </xs:simpleType>
+      <xs:simpleType name="columnType">
+        <xs:restriction base="xs:string">
+          <xs:enumeration value="integer"/><xs:enumeration value="real"/><xs:enumeration value="text"/>
+          <xs:enumeration value="blob"/><xs:enumeration value="boolean"/><xs:enumeration value="date"/>
+          <xs:enumeration value="datetime"/>
+        </xs:restriction>
+      </xs:simpleType>
+      <xs:simpleType name="storage">
+        <xs:restriction base="xs:string"><xs:enumeration value="text"/><xs:enumeration value="unix"/></xs:restriction>
+      </xs:simpleType>
+      <xs:simpleType name="transaction">
+        <xs:restriction base="xs:string"><xs:enumeration value="file"/><xs:enumeration value="none"/></xs:restriction>
+      </xs:simpleType>
+
+      <xs:element name="manifest">
+        <xs:complexType>
+          <xs:choice minOccurs="0" maxOccurs="unbounded">
+            <xs:element name="database">
+              <xs:complexType><xs:attribute name="path" type="nonEmpty" use="required"/></xs:complexType>
+            </xs:element>
+            <xs:element name="migrations">
+              <xs:complexType>
+                <xs:sequence>
+                  <xs:element name="migration" minOccurs="0" maxOccurs="unbounded">
+                    <xs:complexType>
+                      <xs:attribute name="file" type="nonEmpty" use="required"/>
+                      <xs:attribute name="transaction" type="transaction"/>
+                    </xs:complexType>
+                  </xs:element>
+                </xs:sequence>
+                <xs:attribute name="directory" type="nonEmpty"/>
+              </xs:complexType>
+            </xs:element>
+            <xs:element name="seeds">
+              <xs:complexType>
+                <xs:sequence>
+                  <xs:element name="seed" minOccurs="0" maxOccurs="unbounded">
+                    <xs:complexType>
+                      <xs:sequence>
+                        <xs:element name="column" minOccurs="0" maxOccurs="unbounded">
+                          <xs:complexType>
+                            <xs:attribute name="name" type="nonEmpty" use="required"/>
+                            <xs:attribute name="type" type="columnType"/>
+                            <xs:attribute name="format" type="nonEmpty"/>
+                            <xs:attribute name="storage" type="storage"/>
+                          </xs:complexType>
+                        </xs:element>
+                      </xs:sequence>
+                      <xs:attribute name="id" type="nonEmpty"/>
+                      <xs:attribute name="file" type="nonEmpty" use="required"/>
+                      <xs:attribute name="table" type="nonEmpty" use="required"/>
+                      <xs:attribute name="after" type="nonEmpty"/>
+                      <xs:attribute name="mode" type="seedMode"/>
+                      <xs:attribute name="key" type="xs:string"/>
+                      <xs:attribute name="onChange" type="onChange"/>
+                      <xs:attribute name="context" type="nonEmpty"/>
+                      <xs:attribute name="delimiter" type="xs:string"/>
+                      <xs:attribute name="null" type="xs:string"/>
+                    </xs:complexType>
+                  </xs:element>
+                </xs:sequence>
+              </xs:complexType>
+            </xs:element>
+            <xs:element name="models">
+              <xs:complexType>
+                <xs:sequence>
+                  <xs:element name="model" minOccurs="0" maxOccurs="unbounded">
+                    <xs:complexType>
+                      <xs:sequence>
+                        <xs:element name="property" minOccurs="0" maxOccurs="unbounded">
+                          <xs:complexType>
+                            <xs:attribute name="name" type="nonEmpty" use="required"/>
+                            <xs:attribute name="column" type="nonEmpty" use="required"/>
+                          </xs:complexType>
+                        </xs:element>
+                      </xs:sequence>
+                      <xs:attribute name="type" type="nonEmpty" use="required"/>
+                      <xs:attribute name="table" type="nonEmpty"/>
+                      <xs:attribute name="primaryKey" type="xs:string"/>
+                    </xs:complexType>
+                  </xs:element>
+                </xs:sequence>
+              </xs:complexType>
+            </xs:element>
+            <xs:element name="include">
+              <xs:complexType><xs:attribute name="manifest" type="nonEmpty" use="required"/></xs:complexType>
+            </xs:element>
+          </xs:choice>
+          <xs:attribute name="version" use="required">
+            <xs:simpleType><xs:restriction base="xs:string"><xs:enumeration value="1"/></xs:restriction></xs:simpleType>
+          </xs:attribute>
+        </xs:complexType>
+      </xs:element>
+    </xs:schema>
+    """
+}

@@ -1,0 +1,132 @@
+import CCrypto
+import Foundation
+
+/// SHA-256 of a file's content with line endings normalised, so an editor switching CRLF and LF
+/// (or adding a UTF-8 BOM) is not drift, while any other change is.
+public enum Checksum {
+    /// Bumped whenever the normalisation changes, so old history rows can be told apart.
+    public static let algorithmVersion = 1
+
+    /// Hex SHA-256 of normalised `bytes`.
+    public static func of(_ bytes: [UInt8]) throws -> String {
+        let hasher = try NormalizingHasher()
+        bytes.withUnsafeBufferPointer { hasher.update($0) }
+        return try hasher.finish()
+    }
+
+    /// Hex SHA-256 of the normalised content of a file, read in chunks so any size works in constant memory.
+    public static func ofFile(atPath path: String) throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ChecksumError(message: "cannot read \(path)")
+        }
+        defer { try? handle.close() }
+        let hasher = try NormalizingHasher()
+        while true {
+            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty { break }
+            chunk.withUnsafeBytes { hasher.update($0.bindMemory(to: UInt8.self)) }
+        }
+        return try hasher.finish()
+    }
+
+    /// The normalised text (BOM removed, CRLF and CR turned into LF), as recorded in history.
+    public static func normalizedText(_ bytes: [UInt8]) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var start = 0
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
+        var index = start
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 0x0D {
+                output.append(0x0A)
+                if index + 1 < bytes.count && bytes[index + 1] == 0x0A { index += 1 }
+            } else {
+                output.append(byte)
+            }
+            index += 1
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
+
+public struct ChecksumError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+/// Feeds normalised bytes into libcrypto's SHA-256, carrying a trailing CR across chunk boundaries.
+final class NormalizingHasher {
+    private let context: OpaquePointer
+    private var atStart = true
+    private var pendingBOM: [UInt8] = []
+    private var lastWasCR = false
+    private var buffer: [UInt8] = []
+
+    init() throws {
+        guard let context = EVP_MD_CTX_new() else { throw ChecksumError(message: "libcrypto could not allocate a digest") }
+        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+            EVP_MD_CTX_free(context)
+            throw ChecksumError(message: "libcrypto could not start SHA-256")
+        }
+        self.context = context
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    func update(_ input: UnsafeBufferPointer<UInt8>) {
+        var bytes = input[...]
+        if atStart {
+            // The BOM may arrive split over chunks; hold bytes until we know.
+            let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+            while pendingBOM.count < 3, let first = bytes.first {
+                pendingBOM.append(first)
+                bytes = bytes.dropFirst()
+                if !bom.starts(with: pendingBOM) { break }
+            }
+            if pendingBOM == bom {
+                atStart = false
+                pendingBOM = []
+            } else if !bom.starts(with: pendingBOM) {
+                atStart = false
+                let held = pendingBOM
+                pendingBOM = []
+                held.withUnsafeBufferPointer { feed($0[...]) }
+            } else {
+                return
+            }
+        }
+        feed(bytes)
+    }
+
+    private func feed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) {
+        buffer.removeAll(keepingCapacity: true)
+        for byte in bytes {
+            if byte == 0x0D {
+                buffer.append(0x0A)
+                lastWasCR = true
+            } else {
+                if !(byte == 0x0A && lastWasCR) { buffer.append(byte) }
+                lastWasCR = false
+            }
+        }
+        buffer.withUnsafeBufferPointer { _ = EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+    }
+
+    func finish() throws -> String {
+        if !pendingBOM.isEmpty {
+            let held = pendingBOM
+            pendingBOM = []
+            held.withUnsafeBufferPointer { feed($0[...]) }
+        }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else {
+            throw ChecksumError(message: "libcrypto could not finish SHA-256")
+        }
+        return digest.map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+/// One row of `strata_history`.
+public struct HistoryRecord: Sendable, Equatable {
+    /// `applied` and `baseline` count as applied; `running` and `failed` are dirty; `deleted` is ignored.
+    public enum State: String, Sendable, Equatable, Codable {
+        case applied, baseline, running, failed, deleted
+    }
+
+    public let kind: StepKind
+    public let identity: String
+    public let checksum: String
+    public let checksumVersion: Int
+    public let appliedAt: String
+    public let durationMs: Int?
+    public let rowCount: Int?
+    public let state: State
+    public let toolVersion: String
+    public let appliedSQL: String?
+    /// `host:pid` of the process applying a step outside a transaction, to tell a live run from a crashed one.
+    public let runner: String?
+    /// The error that left a step `failed`.
+    public let error: String?
+
+    public var isApplied: Bool { state == .applied || state == .baseline }
+    public var isDirty: Bool { state == .running || state == .failed }
+}
+
+/// Reads and writes `strata_history`. All SQL about the history table lives here.
+struct HistoryStore {
+    static let table = "strata_history"
+
+    let database: Database
+
+    /// The schema; documented in the README.
+    static let createSQL = """
+        CREATE TABLE IF NOT EXISTS strata_history (
+            kind             TEXT    NOT NULL CHECK (kind IN ('migration', 'seed')),
+            identity         TEXT    NOT NULL,
+            checksum         TEXT    NOT NULL,
+            checksum_version INTEGER NOT NULL,
+            applied_at       TEXT    NOT NULL,
+            duration_ms      INTEGER,
+            row_count        INTEGER,
+            state            TEXT    NOT NULL CHECK (state IN ('applied', 'baseline', 'running', 'failed', 'deleted')),
+            tool_version     TEXT    NOT NULL,
+            applied_sql      TEXT,
+            runner           TEXT,
+            error            TEXT,
+            PRIMARY KEY (kind, identity)
+        )
+        """
+
+    func exists() throws -> Bool {
+        try database.tableExists(Self.table)
+    }
+
+    /// Creates the table when absent; safe to race with other processes.
+    func create() throws {
+        try database.execute(Self.createSQL)
+    }
+
+    /// Every record, or none when the table does not exist yet (reading never creates it).
+    func all() throws -> [HistoryRecord] {
+        guard try exists() else { return [] }
+        return try database.query("SELECT * FROM strata_history ORDER BY applied_at, rowid").all().map(Self.record)
+    }
+
+    func record(kind: StepKind, identity: String) throws -> HistoryRecord? {
+        guard try exists() else { return nil }
+        return try database.query("SELECT * FROM strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
+            .next().map(Self.record)
+    }
+
+    /// Inserts or replaces the record of one step.
+    func write(_ record: HistoryRecord) throws {
+        try database.execute("""
+            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count,
+                                        state, tool_version, applied_sql, runner, error)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (kind, identity) DO UPDATE SET
+                checksum = excluded.checksum, checksum_version = excluded.checksum_version,
+                applied_at = excluded.applied_at, duration_ms = excluded.duration_ms, row_count = excluded.row_count,
+                state = excluded.state, tool_version = excluded.tool_version, applied_sql = excluded.applied_sql,
+                runner = excluded.runner, error = excluded.error
+            """, [record.kind.rawValue, record.identity, record.checksum, record.checksumVersion, record.appliedAt,
+                  record.durationMs, record.rowCount, record.state.rawValue, record.toolVersion, record.appliedSQL,
+                  record.runner, record.error])
+    }
+
+    func delete(kind: StepKind, identity: String) throws {
+        try database.execute("DELETE FROM strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
+    }
+
+    private static func record(_ row: Row) throws -> HistoryRecord {
+        HistoryRecord(
+            kind: StepKind(rawValue: try row.get("kind")) ?? .migration,
+            identity: try row.get("identity"), checksum: try row.get("checksum"),
+            checksumVersion: try row.get("checksum_version"), appliedAt: try row.get("applied_at"),
+            durationMs: try row.get("duration_ms"), rowCount: try row.get("row_count"),
+            state: HistoryRecord.State(rawValue: try row.get("state")) ?? .failed,
+            toolVersion: try row.get("tool_version"), appliedSQL: try row.get("applied_sql"),
+            runner: try row.get("runner"), error: try row.get("error"))
+    }
+
+    static func now() -> String {
+        ISO8601.format(Date())
+    }
+}
+
+/// Identifies this process as `host:pid`, and tells whether such a runner is still alive.
+enum Runner {
+    static var current: String {
+        "\(ProcessInfo.processInfo.hostName):\(getpid())"
+    }
+
+    /// True when `runner` names a live process on this host other than this one.
+    static func isAliveElsewhere(_ runner: String?) -> Bool {
+        guard let runner, let colon = runner.lastIndex(of: ":"), let pid = Int32(runner[runner.index(after: colon)...]) else {
+            return false
+        }
+        guard String(runner[..<colon]) == ProcessInfo.processInfo.hostName, pid != getpid() else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
+    }
+}

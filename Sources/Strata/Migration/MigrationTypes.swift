@@ -1,0 +1,171 @@
+/// Options for `Migrator.plan` and `Migrator.migrate`.
+public struct MigrationOptions: Sendable, Equatable {
+    /// Contexts whose seeds run (`context="dev"` seeds run only when "dev" is here); untagged seeds always run.
+    public var contexts: Set<String>
+    /// Refuse instead of applying a new migration that sorts before an applied one.
+    public var strictOrder: Bool
+    /// Run migrations (`strata seed` turns this off).
+    public var includeMigrations: Bool
+    /// Run seeds.
+    public var includeSeeds: Bool
+    /// How long to wait for another process applying a `transaction="none"` file.
+    public var waitTimeout: Duration
+
+    public init(contexts: Set<String> = [], strictOrder: Bool = false, includeMigrations: Bool = true,
+                includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60)) {
+        self.contexts = contexts
+        self.strictOrder = strictOrder
+        self.includeMigrations = includeMigrations
+        self.includeSeeds = includeSeeds
+        self.waitTimeout = waitTimeout
+    }
+}
+
+/// The state of one step as `strata status` shows it.
+public struct StepStatus: Sendable, Equatable {
+    public enum State: String, Sendable, Equatable, Codable {
+        /// Recorded, and the file still has the recorded checksum.
+        case applied
+        /// Not yet applied.
+        case pending
+        /// A seed with `onChange="reapply"` whose file changed: it will be applied again.
+        case changed
+        /// Recorded, but the file has changed since.
+        case drifted
+        /// Recorded, but no longer in the manifest.
+        case missing
+        /// A `transaction="none"` file that started and did not finish (`running` or `failed` in history).
+        case dirty
+        /// A seed whose context is not active in this run.
+        case skipped
+    }
+
+    public let kind: StepKind
+    public let id: String
+    public let state: State
+    /// The plan step, nil for `missing` records.
+    public let step: PlanStep?
+    /// The history record, nil for steps never applied.
+    public let record: HistoryRecord?
+    /// The file's current checksum, nil when it could not be read or is not in the manifest.
+    public let checksum: String?
+}
+
+/// Why a step is in a plan.
+public enum PlanReason: String, Sendable, Equatable, Codable {
+    case pending
+    /// A seed set applied before whose file changed, with `onChange="reapply"`.
+    case reapply
+    /// A migration that sorts before one already applied.
+    case outOfOrder = "out-of-order"
+}
+
+/// One step `migrate` would run.
+public struct PlannedStep: Sendable, Equatable {
+    public let step: PlanStep
+    public let reason: PlanReason
+    /// For seeds: data rows in the file.
+    public let rowCount: Int?
+}
+
+/// What `migrate` would do, and anything that would stop it.
+public struct MigrationPlan: Sendable, Equatable {
+    public let steps: [PlannedStep]
+    /// Problems that make `migrate` refuse (drift, dirty state, strict order, SQL that cannot run in a transaction).
+    public let refusals: [Refusal]
+}
+
+/// A reason `migrate` refuses to start (exit code 3).
+public struct Refusal: Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: String, Sendable, Equatable, Codable {
+        case drift, missing, dirty, outOfOrder = "out-of-order", invalidSQL = "invalid-sql", seedOrder = "seed-order"
+    }
+
+    public let reason: Reason
+    public let id: String
+    public let message: String
+
+    public var description: String { message }
+}
+
+/// One step that `migrate` applied.
+public struct AppliedStep: Sendable, Equatable {
+    public let kind: StepKind
+    public let id: String
+    public let reason: PlanReason
+    public let durationMs: Int
+    /// Rows loaded, for seeds.
+    public let rowCount: Int?
+}
+
+/// The step that failed, with the place in its file where it failed.
+public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public let kind: StepKind
+    public let id: String
+    public let file: String
+    public let line: Int?
+    public let column: Int?
+    public let message: String
+
+    /// `file:line:column: message`
+    public var description: String {
+        var place = file
+        if let line { place += ":\(line)" }
+        if let column { place += ":\(column)" }
+        return "\(place): \(message)"
+    }
+}
+
+/// The outcome of `migrate`: what was applied, what others had already applied, and the failure if any.
+public struct MigrationReport: Sendable, Equatable {
+    public var applied: [AppliedStep] = []
+    /// Steps another process applied while this one waited.
+    public var alreadyApplied: [String] = []
+    /// The step that failed; steps before it stay applied, it left no trace, and nothing after it ran.
+    public var failure: StepFailure?
+}
+
+/// What `repair` changed.
+public struct RepairReport: Sendable, Equatable {
+    /// Drifted steps whose recorded checksum now matches the file.
+    public var realigned: [String] = []
+    /// Records of files no longer in the manifest, now marked `deleted`.
+    public var deleted: [String] = []
+}
+
+/// How a dirty `transaction="none"` step was settled by a human.
+public enum Resolution: String, Sendable {
+    /// The file's effects are complete: record it as applied.
+    case applied
+    /// The file's effects were undone: forget it, so the next `migrate` runs it again.
+    case rolledBack = "rolled-back"
+}
+
+/// Errors that stop a command before or between steps.
+public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `migrate` will not start; exit code 3.
+    case refused([Refusal])
+    /// Another process held the write lock past the timeout; exit code 1.
+    case lockTimeout(String)
+    /// A command named a step that is not in the manifest or not in the needed state.
+    case invalidStep(String)
+    /// The database to use is not known (no `--database` and no `<database>` in the manifest).
+    case noDatabase
+
+    public var description: String {
+        switch self {
+        case .refused(let refusals): refusals.map(\.message).joined(separator: "\n")
+        case .lockTimeout(let message): message
+        case .invalidStep(let message): message
+        case .noDatabase: "no database: pass --database PATH or add <database path=\"…\"/> to the manifest"
+        }
+    }
+}
+
+/// Progress of a running `migrate`, for rendering.
+public enum MigrationEvent: Sendable {
+    case started(PlanStep, PlanReason)
+    case finished(AppliedStep)
+    case seedProgress(id: String, rows: Int, bytesRead: Int, totalBytes: Int)
+    case waiting(String)
+}

@@ -1,0 +1,480 @@
+import CSQLite
+import Foundation
+
+/// Brings a database up to date with a manifest: each migration and seed exactly once, each completely or not at all.
+///
+/// ```swift
+/// let manifest = try Manifest.load(path: "manifests/example.xml")
+/// let db = try Database(path: "library.sqlite")
+/// let report = try Migrator(manifest: manifest, database: db).migrate()
+/// if let failure = report.failure { print(failure) }   // "sql/002_x.sql:3:1: no such table: …"
+/// ```
+/// Safe to run from several processes at once: the "already applied?" check and the step run inside one
+/// `BEGIN IMMEDIATE` transaction, so SQLite's own write lock serialises them; nothing is left locked by a crash.
+public struct Migrator {
+    public let manifest: Manifest
+    public let database: Database
+    private var history: HistoryStore { HistoryStore(database: database) }
+
+    public init(manifest: Manifest, database: Database) {
+        self.manifest = manifest
+        self.database = database
+    }
+
+    // MARK: Validation
+
+    /// Transactional migrations containing statements that cannot run inside a transaction.
+    public func lint() -> [ManifestProblem] {
+        lintFindings().map(\.problem)
+    }
+
+    private func lintFindings() -> [(id: String, problem: ManifestProblem)] {
+        manifest.migrations.filter(\.runsInTransaction).flatMap { migration in
+            guard let data = FileManager.default.contents(atPath: migration.path) else { return [(id: String, problem: ManifestProblem)]() }
+            return SQLLint.findings(in: Checksum.normalizedText([UInt8](data))).map {
+                (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line, column: $0.column),
+                                               $0.message + " (\(migration.location))"))
+            }
+        }
+    }
+
+    // MARK: Status and plan
+
+    /// Every step of the manifest, and every recorded step no longer in it, with its state.
+    public func status(_ options: MigrationOptions = MigrationOptions()) throws -> [StepStatus] {
+        let records = try history.all().filter { $0.state != .deleted }
+        var byKey: [String: HistoryRecord] = [:]
+        for record in records { byKey[key(record.kind, record.identity)] = record }
+        var result: [StepStatus] = []
+        for step in manifest.plan {
+            let record = byKey.removeValue(forKey: key(step.kind, step.id))
+            // Only a recorded step needs its file hashed; a pending seed may be large.
+            let checksum = record == nil ? nil : try? Checksum.ofFile(atPath: step.filePath)
+            let state: StepStatus.State
+            if let record {
+                if record.isDirty { state = .dirty }
+                else if record.checksum == checksum { state = .applied }
+                else if case .seed(let seed) = step, seed.onChange == .reapply, checksum != nil { state = .changed }
+                else { state = .drifted }
+            } else if case .seed(let seed) = step, !isActive(seed, options) {
+                state = .skipped
+            } else {
+                state = .pending
+            }
+            result.append(StepStatus(kind: step.kind, id: step.id, state: state, step: step, record: record, checksum: checksum))
+        }
+        for record in records where byKey[key(record.kind, record.identity)] != nil {
+            result.append(StepStatus(kind: record.kind, id: record.identity, state: record.isDirty ? .dirty : .missing,
+                                     step: nil, record: record, checksum: nil))
+        }
+        return result
+    }
+
+    /// What `migrate` would do with these options, writing nothing.
+    public func plan(_ options: MigrationOptions = MigrationOptions()) throws -> MigrationPlan {
+        let statuses = try status(options)
+        var refusals = refusals(for: statuses, options)
+        let lastApplied = statuses.filter { $0.kind == .migration && ($0.state == .applied || $0.state == .drifted) }
+            .map(\.id).max(by: NaturalOrder.areInIncreasingOrder)
+        var steps: [PlannedStep] = []
+        var pendingMigration: String?
+        for status in statuses {
+            let beingApplied = status.state == .dirty && Runner.isAliveElsewhere(status.record?.runner)
+            guard let step = status.step, status.state == .pending || status.state == .changed || beingApplied else { continue }
+            switch step {
+            case .migration(let migration):
+                if status.state == .pending { pendingMigration = pendingMigration ?? migration.id }
+                guard options.includeMigrations else { continue }
+                let outOfOrder = lastApplied.map { NaturalOrder.areInIncreasingOrder(migration.id, $0) } ?? false
+                if outOfOrder && options.strictOrder {
+                    refusals.append(Refusal(reason: .outOfOrder, id: migration.id,
+                        message: "\(migration.id) is pending but sorts before \(lastApplied ?? "") which is applied; --strict-order refuses out-of-order migrations"))
+                }
+                steps.append(PlannedStep(step: step, reason: outOfOrder ? .outOfOrder : .pending, rowCount: nil))
+            case .seed(let seed):
+                guard options.includeSeeds else { continue }
+                if !options.includeMigrations, let pendingMigration {
+                    refusals.append(Refusal(reason: .seedOrder, id: seed.id,
+                        message: "seed \(seed.id) runs after migration \(pendingMigration), which is pending; run 'strata migrate' first"))
+                }
+                steps.append(PlannedStep(step: step, reason: status.state == .changed ? .reapply : .pending,
+                                         rowCount: try? SeedLoader.countRows(seed)))
+            }
+        }
+        let pendingIDs = Set(steps.map(\.step.id))
+        refusals += lintFindings().filter { pendingIDs.contains($0.id) }
+            .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
+        return MigrationPlan(steps: steps, refusals: refusals)
+    }
+
+    private func refusals(for statuses: [StepStatus], _ options: MigrationOptions) -> [Refusal] {
+        statuses.compactMap { status in
+            switch status.state {
+            case .drifted:
+                return Refusal(reason: .drift, id: status.id,
+                    message: "\(status.id) has changed since it was applied (recorded checksum \(status.record?.checksum.prefix(12) ?? ""), file now \(status.checksum?.prefix(12) ?? "unreadable")); restore it, or check it and run 'strata repair'")
+            case .missing:
+                return Refusal(reason: .missing, id: status.id,
+                    message: "\(status.id) was applied but is no longer in the manifest; restore it, or run 'strata repair' to mark it deleted")
+            case .dirty:
+                if Runner.isAliveElsewhere(status.record?.runner) { return nil }
+                return Refusal(reason: .dirty, id: status.id, message: dirtyMessage(status.id, status.record))
+            default:
+                return nil
+            }
+        }
+    }
+
+    private func dirtyMessage(_ id: String, _ record: HistoryRecord?) -> String {
+        let how = record?.state == .failed
+            ? "failed part-way outside a transaction (\(record?.error ?? "unknown error"))"
+            : "was started outside a transaction by \(record?.runner ?? "another process") and never finished"
+        return "\(id) \(how); check the database by hand, then run 'strata resolve \(id) --applied' or 'strata resolve \(id) --rolled-back'"
+    }
+
+    // MARK: Migrate
+
+    /// Applies every pending step in plan order. Refusals (drift, dirty, strict order, invalid SQL) throw
+    /// `MigrationError.refused` before anything runs; a failing step is returned in `MigrationReport.failure`.
+    public func migrate(_ options: MigrationOptions = MigrationOptions(),
+                        progress: ((MigrationEvent) -> Void)? = nil) throws -> MigrationReport {
+        let plan = try plan(options)
+        guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
+        var report = MigrationReport()
+        for planned in plan.steps {
+            progress?(.started(planned.step, planned.reason))
+            do {
+                let started = ContinuousClock.now
+                let outcome: StepOutcome
+                switch planned.step {
+                case .migration(let migration) where migration.runsInTransaction:
+                    outcome = try applyInTransaction(migration)
+                case .migration(let migration):
+                    outcome = try applyOutsideTransaction(migration, options, progress)
+                case .seed(let seed):
+                    outcome = try applySeed(seed, started: started, progress)
+                }
+                switch outcome {
+                case .applied(let rows, let durationMs):
+                    let step = AppliedStep(kind: planned.step.kind, id: planned.step.id, reason: planned.reason,
+                                           durationMs: durationMs, rowCount: rows)
+                    report.applied.append(step)
+                    progress?(.finished(step))
+                case .alreadyApplied:
+                    report.alreadyApplied.append(planned.step.id)
+                }
+            } catch let failure as StepFailure {
+                report.failure = failure
+                return report
+            }
+        }
+        return report
+    }
+
+    private enum StepOutcome {
+        case applied(rows: Int?, durationMs: Int)
+        case alreadyApplied
+    }
+
+    /// Thrown inside a transaction to roll it back without error when another process got there first.
+    private struct AppliedElsewhere: Error {}
+
+    private func applyInTransaction(_ migration: MigrationStep) throws -> StepOutcome {
+        let (text, checksum) = try read(migration)
+        let started = ContinuousClock.now
+        do {
+            return try withWriteLock {
+                try database.transaction(.immediate) { db in
+                    try history.create()
+                    if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
+                        try check(record, checksum: checksum, id: migration.id)
+                        throw AppliedElsewhere()
+                    }
+                    try run(text, of: migration)
+                    try checkForeignKeys(migration)
+                    let durationMs = milliseconds(since: started)
+                    try history.write(HistoryRecord(
+                        kind: .migration, identity: migration.id, checksum: checksum,
+                        checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: durationMs,
+                        rowCount: nil, state: .applied, toolVersion: Strata.version, appliedSQL: text, runner: nil, error: nil))
+                    return .applied(rows: nil, durationMs: durationMs)
+                }
+            }
+        } catch is AppliedElsewhere {
+            return .alreadyApplied
+        }
+    }
+
+    private func applyOutsideTransaction(_ migration: MigrationStep, _ options: MigrationOptions,
+                                         _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
+        let (text, checksum) = try read(migration)
+        let deadline = ContinuousClock.now + options.waitTimeout
+        // Claim the step: a `running` row, committed before the file runs, marks the attempt durably.
+        while true {
+            let claimed: Bool
+            do {
+                claimed = try withWriteLock {
+                    try database.transaction(.immediate) { db -> Bool in
+                        try history.create()
+                        if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
+                            if record.isDirty && Runner.isAliveElsewhere(record.runner) { return false }
+                            try check(record, checksum: checksum, id: migration.id)
+                            throw AppliedElsewhere()
+                        }
+                        try history.write(HistoryRecord(
+                            kind: .migration, identity: migration.id, checksum: checksum,
+                            checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: nil,
+                            rowCount: nil, state: .running, toolVersion: Strata.version, appliedSQL: text,
+                            runner: Runner.current, error: nil))
+                        return true
+                    }
+                }
+            } catch is AppliedElsewhere {
+                return .alreadyApplied
+            }
+            if claimed { break }
+            guard ContinuousClock.now < deadline else {
+                throw MigrationError.lockTimeout("\(migration.id) is being applied by another process and did not finish within \(options.waitTimeout); run again once it is done")
+            }
+            progress?(.waiting("\(migration.id) is being applied by another process; waiting"))
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+
+        let started = ContinuousClock.now
+        var failure: StepFailure?
+        do {
+            try run(text, of: migration)
+            try checkForeignKeys(migration)
+        } catch let error as StepFailure {
+            failure = error
+        }
+        // The file may have switched foreign keys off; restore the connection's configuration.
+        if database.configuration.foreignKeys { try? database.execute("PRAGMA foreign_keys = ON") }
+        let durationMs = milliseconds(since: started)
+        try withWriteLock {
+            try history.write(HistoryRecord(
+                kind: .migration, identity: migration.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
+                appliedAt: HistoryStore.now(), durationMs: durationMs, rowCount: nil,
+                state: failure == nil ? .applied : .failed, toolVersion: Strata.version, appliedSQL: text,
+                runner: failure == nil ? nil : Runner.current, error: failure?.description))
+        }
+        if let failure { throw failure }
+        return .applied(rows: nil, durationMs: durationMs)
+    }
+
+    private func applySeed(_ seed: SeedStep, started: ContinuousClock.Instant,
+                           _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
+        do {
+            return try withWriteLock {
+                try database.transaction(.immediate) { db in
+                    try history.create()
+                    var knownChecksum: String?
+                    if let record = try history.record(kind: .seed, identity: seed.id), record.state != .deleted {
+                        let checksum = try seedChecksum(seed)
+                        if !(seed.onChange == .reapply && record.isApplied && record.checksum != checksum) {
+                            try check(record, checksum: checksum, id: seed.id)
+                            throw AppliedElsewhere()
+                        }
+                        knownChecksum = checksum
+                    }
+                    var loader = SeedLoader(step: seed, database: db) { rows, read, total in
+                        progress?(.seedProgress(id: seed.id, rows: rows, bytesRead: read, totalBytes: total))
+                    }
+                    loader.computeChecksum = knownChecksum == nil
+                    let loaded: (rows: Int, checksum: String?)
+                    do {
+                        loaded = try loader.load()
+                    } catch let error as SeedError {
+                        throw StepFailure(kind: .seed, id: seed.id, file: error.file, line: error.line,
+                                          column: error.column, message: error.message)
+                    } catch let error as DatabaseError where error.resultCode != SQLITE_BUSY {
+                        throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
+                                          message: error.message)
+                    }
+                    guard let checksum = knownChecksum ?? loaded.checksum else { throw AppliedElsewhere() }
+                    let durationMs = milliseconds(since: started)
+                    try history.write(HistoryRecord(
+                        kind: .seed, identity: seed.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
+                        appliedAt: HistoryStore.now(), durationMs: durationMs, rowCount: loaded.rows, state: .applied,
+                        toolVersion: Strata.version, appliedSQL: nil, runner: nil, error: nil))
+                    return .applied(rows: loaded.rows, durationMs: durationMs)
+                }
+            }
+        } catch is AppliedElsewhere {
+            return .alreadyApplied
+        }
+    }
+
+    private func seedChecksum(_ seed: SeedStep) throws -> String {
+        do {
+            return try Checksum.ofFile(atPath: seed.path)
+        } catch {
+            throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
+                              message: "cannot read the seed file")
+        }
+    }
+
+    /// A record found inside the write lock: applied with the same checksum means another run did it.
+    private func check(_ record: HistoryRecord, checksum: String, id: String) throws {
+        if record.isDirty {
+            throw MigrationError.refused([Refusal(reason: .dirty, id: id, message: dirtyMessage(id, record))])
+        }
+        if record.checksum != checksum {
+            throw MigrationError.refused([Refusal(reason: .drift, id: id,
+                message: "\(id) was applied by another run with different content; check it and run 'strata repair'")])
+        }
+    }
+
+    private func read(_ migration: MigrationStep) throws -> (String, String) {
+        guard let data = FileManager.default.contents(atPath: migration.path) else {
+            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                              column: nil, message: "cannot read the migration file")
+        }
+        let bytes = [UInt8](data)
+        return (Checksum.normalizedText(bytes), try Checksum.of(bytes))
+    }
+
+    private func run(_ text: String, of migration: MigrationStep) throws {
+        do {
+            try database.executeScript(text)
+        } catch let error as DatabaseError where error.resultCode != SQLITE_BUSY {
+            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: error.line,
+                              column: error.column, message: error.message)
+        }
+    }
+
+    private func checkForeignKeys(_ migration: MigrationStep) throws {
+        let violations = try database.foreignKeyViolations()
+        guard !violations.isEmpty else { return }
+        let shown = violations.prefix(10).map(\.description).joined(separator: "; ")
+        let more = violations.count > 10 ? " (and \(violations.count - 10) more)" : ""
+        throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil, column: nil,
+                          message: "foreign key check failed: \(shown)\(more)")
+    }
+
+    /// Turns SQLite's busy error into a message a deploy log can act on.
+    private func withWriteLock<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError where error.resultCode == SQLITE_BUSY {
+            throw MigrationError.lockTimeout(
+                "another process held the database's write lock for longer than the busy timeout (\(database.configuration.busyTimeout)); it may be migrating too — run again, or raise --timeout")
+        }
+    }
+
+    // MARK: Baseline, repair, resolve
+
+    /// Records every step up to and including `id` as applied without running it (adopting an existing database).
+    /// Steps already recorded are left alone. Returns the ids recorded.
+    @discardableResult
+    public func baseline(through id: String, _ options: MigrationOptions = MigrationOptions()) throws -> [String] {
+        guard let end = manifest.plan.firstIndex(where: { $0.id == id }) else {
+            throw MigrationError.invalidStep("\(id) is not a step of \(manifest.path)")
+        }
+        return try withWriteLock {
+            try database.transaction(.immediate) { db in
+                try history.create()
+                var recorded: [String] = []
+                for step in manifest.plan[...end] {
+                    if case .seed(let seed) = step, !isActive(seed, options) { continue }
+                    if let existing = try history.record(kind: step.kind, identity: step.id), existing.state != .deleted {
+                        continue
+                    }
+                    var text: String?
+                    if case .migration = step, let data = FileManager.default.contents(atPath: step.filePath) {
+                        text = Checksum.normalizedText([UInt8](data))
+                    }
+                    let checksum: String
+                    do { checksum = try Checksum.ofFile(atPath: step.filePath) } catch {
+                        throw MigrationError.invalidStep("cannot read \(displayPath(step.filePath))")
+                    }
+                    try history.write(HistoryRecord(
+                        kind: step.kind, identity: step.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
+                        appliedAt: HistoryStore.now(), durationMs: 0, rowCount: nil, state: .baseline,
+                        toolVersion: Strata.version, appliedSQL: text, runner: nil, error: nil))
+                    recorded.append(step.id)
+                }
+                return recorded
+            }
+        }
+    }
+
+    /// Re-records the checksums of drifted steps (after a human checked them) and marks records of files
+    /// no longer in the manifest as deleted.
+    public func repair() throws -> RepairReport {
+        try withWriteLock {
+            try database.transaction(.immediate) { db in
+                var report = RepairReport()
+                for status in try status() {
+                    guard let record = status.record else { continue }
+                    switch status.state {
+                    case .drifted:
+                        guard let checksum = status.checksum else { continue }
+                        var text = record.appliedSQL
+                        if status.kind == .migration, let path = status.step?.filePath,
+                           let data = FileManager.default.contents(atPath: path) {
+                            text = Checksum.normalizedText([UInt8](data))
+                        }
+                        try history.write(record.with(checksum: checksum, appliedSQL: text))
+                        report.realigned.append(status.id)
+                    case .missing:
+                        try history.write(record.with(state: .deleted))
+                        report.deleted.append(status.id)
+                    default:
+                        break
+                    }
+                }
+                return report
+            }
+        }
+    }
+
+    /// Settles a dirty step after a human has checked the database.
+    public func resolve(_ id: String, as resolution: Resolution) throws {
+        try withWriteLock {
+            try database.transaction(.immediate) { db in
+                let records = try history.all().filter { $0.identity == id && $0.isDirty }
+                guard let record = records.first else {
+                    throw MigrationError.invalidStep("\(id) is not dirty; 'strata status' lists dirty steps")
+                }
+                switch resolution {
+                case .applied:
+                    let checksum = manifest.plan.first { $0.id == id }.flatMap { try? Checksum.ofFile(atPath: $0.filePath) }
+                    try history.write(record.with(checksum: checksum ?? record.checksum, state: .applied))
+                case .rolledBack:
+                    try history.delete(kind: record.kind, identity: id)
+                }
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func isActive(_ seed: SeedStep, _ options: MigrationOptions) -> Bool {
+        seed.contexts.isEmpty || !options.contexts.isDisjoint(with: seed.contexts)
+    }
+
+    private func key(_ kind: StepKind, _ id: String) -> String { kind.rawValue + "/" + id }
+
+    private func milliseconds(since start: ContinuousClock.Instant) -> Int {
+        let elapsed = (ContinuousClock.now - start).components
+        return Int(elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000)
+    }
+}
+
+extension HistoryRecord {
+    func with(checksum: String? = nil, state: State? = nil, appliedSQL: String?? = nil) -> HistoryRecord {
+        HistoryRecord(kind: kind, identity: identity, checksum: checksum ?? self.checksum,
+                      checksumVersion: Checksum.algorithmVersion, appliedAt: appliedAt, durationMs: durationMs,
+                      rowCount: rowCount, state: state ?? self.state, toolVersion: toolVersion,
+                      appliedSQL: appliedSQL ?? self.appliedSQL, runner: state == nil ? runner : nil,
+                      error: state == nil ? error : nil)
+    }
+}
+
+/// A path relative to the current directory when it lies below it, for readable messages.
+public func displayPath(_ path: String) -> String {
+    let cwd = FileManager.default.currentDirectoryPath
+    let prefix = cwd.hasSuffix("/") ? cwd : cwd + "/"
+    return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+}

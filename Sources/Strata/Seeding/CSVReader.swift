@@ -1,0 +1,324 @@
+import Foundation
+
+/// A malformed CSV file, with the physical place (lines count breaks inside quoted fields).
+public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let file: String
+    public let line: Int
+    public let column: Int
+    public let message: String
+
+    public var description: String { "\(file):\(line):\(column): \(message)" }
+}
+
+/// One field of the current record; valid until the next `readRecord()`.
+struct CSVField {
+    let bytes: UnsafeBufferPointer<UInt8>
+    /// The field was written in quotes: `""` is the empty string, while an unquoted empty field is NULL.
+    let isQuoted: Bool
+    /// The quoted field contains doubled quotes that `CSVReader.text(of:)` must undo.
+    let hasEscapedQuotes: Bool
+}
+
+/// A streaming RFC 4180 reader: constant memory whatever the file size (bounded by the longest record),
+/// quoted fields with delimiters, doubled quotes and line breaks, LF / CRLF / lone CR, a UTF-8 BOM, and
+/// strict errors for field-count mismatches, unterminated or stray quotes, and invalid UTF-8.
+final class CSVReader {
+    static let chunkSize = 1 << 20
+    /// A single record larger than this is refused (it is almost always an unterminated quote).
+    static let maximumRecordSize = 64 << 20
+
+    let path: String
+    let displayName: String
+    let delimiter: UInt8
+    let totalBytes: Int
+    private let descriptor: Int32
+    private var buffer: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var dataEnd = 0
+    private var position = 0
+    private var endOfFile = false
+    private var atFileStart = true
+    /// Bytes of the file before `buffer[0]`.
+    private var bufferOffset = 0
+    /// Physical line (1-based) where the next record starts.
+    private var nextLine = 1
+    /// Physical line where the current record starts.
+    private(set) var recordLine = 0
+
+    private var starts: [Int] = []
+    private var ends: [Int] = []
+    private var quoted: [Bool] = []
+    private var escaped: [Bool] = []
+    private(set) var fieldCount = 0
+    private var scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+    private var scratchCapacity = 256
+    private let hasher: NormalizingHasher?
+
+    /// Opens `path`; when `hashing`, every byte read also feeds the migration checksum (see `checksum()`).
+    init(path: String, displayName: String? = nil, delimiter: UInt8 = UInt8(ascii: ","), hashing: Bool = false) throws {
+        self.path = path
+        self.displayName = displayName ?? path
+        self.delimiter = delimiter
+        descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw CSVError(file: displayName ?? path, line: 0, column: 0,
+                           message: "cannot open: \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        totalBytes = fstat(descriptor, &info) == 0 ? Int(info.st_size) : 0
+        capacity = Self.chunkSize * 2
+        buffer = .allocate(capacity: capacity)
+        starts.reserveCapacity(64)
+        ends.reserveCapacity(64)
+        quoted.reserveCapacity(64)
+        escaped.reserveCapacity(64)
+        hasher = hashing ? try NormalizingHasher() : nil
+    }
+
+    deinit {
+        close(descriptor)
+        buffer.deallocate()
+        scratch.deallocate()
+    }
+
+    /// Bytes of the file consumed so far.
+    var bytesConsumed: Int { bufferOffset + position }
+
+    /// The checksum of everything read, once the whole file has been read.
+    func checksum() throws -> String? {
+        try hasher?.finish()
+    }
+
+    @inline(__always)
+    func field(_ index: Int) -> CSVField {
+        CSVField(bytes: UnsafeBufferPointer(start: buffer + starts[index], count: ends[index] - starts[index]),
+                 isQuoted: quoted[index], hasEscapedQuotes: escaped[index])
+    }
+
+    /// The field's text with doubled quotes undone; valid until the next call.
+    func text(of field: CSVField) -> UnsafeBufferPointer<UInt8> {
+        guard field.hasEscapedQuotes else { return field.bytes }
+        if field.bytes.count > scratchCapacity {
+            scratch.deallocate()
+            scratchCapacity = field.bytes.count
+            scratch = .allocate(capacity: scratchCapacity)
+        }
+        var count = 0
+        var skipNext = false
+        for byte in field.bytes {
+            if skipNext { skipNext = false; continue }
+            scratch[count] = byte
+            count += 1
+            if byte == UInt8(ascii: "\"") { skipNext = true }
+        }
+        return UnsafeBufferPointer(start: scratch, count: count)
+    }
+
+    /// The current record's fields as Swift strings (header rows, tests).
+    func strings() -> [String] {
+        (0..<fieldCount).map { String(decoding: text(of: field($0)), as: UTF8.self) }
+    }
+
+    /// Reads the next record; false at the end of the file.
+    func readRecord() throws -> Bool {
+        while true {
+            if atFileStart {
+                try fill()
+                if dataEnd - position >= 3 && buffer[0] == 0xEF && buffer[1] == 0xBB && buffer[2] == 0xBF { position = 3 }
+                atFileStart = false
+            }
+            if position >= dataEnd && endOfFile { return false }
+            switch try parseRecord() {
+            case .record(let end, let lines):
+                try validateUTF8(from: position, to: end)
+                recordLine = nextLine
+                nextLine += lines
+                position = end
+                return true
+            case .needMore:
+                try fill()
+            }
+        }
+    }
+
+    private enum ParseResult {
+        case record(end: Int, lines: Int)
+        case needMore
+    }
+
+    /// Parses one record at `position` without modifying the buffer, so it can restart after a refill.
+    private func parseRecord() throws -> ParseResult {
+        let quote = UInt8(ascii: "\"")
+        let lf: UInt8 = 0x0A, cr: UInt8 = 0x0D
+        let delimiter = self.delimiter
+        let buffer = self.buffer
+        let dataEnd = self.dataEnd
+        var p = position
+        var lines = 0
+        fieldCount = 0
+
+        /// Where a record ends after a line break at `p`, or nil when more data is needed to know.
+        func lineEnd(at p: Int) -> Int? {
+            if buffer[p] == lf { return p + 1 }
+            if p + 1 < dataEnd { return buffer[p + 1] == lf ? p + 2 : p + 1 }
+            return endOfFile ? p + 1 : nil
+        }
+
+        while true {
+            if p < dataEnd && buffer[p] == quote {
+                let contentStart = p + 1
+                var q = contentStart
+                var hasEscapes = false
+                while true {
+                    guard q < dataEnd else {
+                        if endOfFile { throw error(at: p, "unterminated quoted field (the quote opened here is never closed)") }
+                        return .needMore
+                    }
+                    let byte = buffer[q]
+                    if byte == quote {
+                        if q + 1 < dataEnd {
+                            if buffer[q + 1] == quote { hasEscapes = true; q += 2; continue }
+                        } else if !endOfFile {
+                            return .needMore
+                        }
+                        break
+                    } else if byte == lf {
+                        if buffer[q - 1] != cr { lines += 1 }
+                    } else if byte == cr {
+                        lines += 1
+                    }
+                    q += 1
+                }
+                append(start: contentStart, end: q, quoted: true, escaped: hasEscapes)
+                p = q + 1
+                guard p < dataEnd else {
+                    if endOfFile { return .record(end: p, lines: lines + 1) }
+                    return .needMore
+                }
+                let next = buffer[p]
+                if next == delimiter { p += 1; continue }
+                if next == lf || next == cr {
+                    guard let end = lineEnd(at: p) else { return .needMore }
+                    return .record(end: end, lines: lines + 1)
+                }
+                throw error(at: p, "unexpected character after a closing quote (a quote inside a quoted field must be doubled)")
+            } else {
+                var q = p
+                while q < dataEnd {
+                    let byte = buffer[q]
+                    if byte == delimiter || byte == lf || byte == cr { break }
+                    if byte == quote { throw error(at: q, "stray quote in an unquoted field (quote the whole field and double the quote)") }
+                    q += 1
+                }
+                guard q < dataEnd else {
+                    guard endOfFile else { return .needMore }
+                    append(start: p, end: q, quoted: false, escaped: false)
+                    return .record(end: q, lines: lines + 1)
+                }
+                append(start: p, end: q, quoted: false, escaped: false)
+                if buffer[q] == delimiter { p = q + 1; continue }
+                guard let end = lineEnd(at: q) else { return .needMore }
+                return .record(end: end, lines: lines + 1)
+            }
+        }
+    }
+
+    @inline(__always)
+    private func append(start: Int, end: Int, quoted isQuoted: Bool, escaped hasEscapes: Bool) {
+        if fieldCount < starts.count {
+            starts[fieldCount] = start
+            ends[fieldCount] = end
+            quoted[fieldCount] = isQuoted
+            escaped[fieldCount] = hasEscapes
+        } else {
+            starts.append(start)
+            ends.append(end)
+            quoted.append(isQuoted)
+            escaped.append(hasEscapes)
+        }
+        fieldCount += 1
+    }
+
+    /// Moves the unparsed tail to the front and reads more; grows the buffer only for a record larger than it.
+    private func fill() throws {
+        guard !endOfFile else { return }
+        if position > 0 {
+            let remaining = dataEnd - position
+            if remaining > 0 { (buffer).update(from: buffer + position, count: remaining) }
+            bufferOffset += position
+            dataEnd = remaining
+            position = 0
+        }
+        if capacity - dataEnd < Self.chunkSize {
+            guard capacity < Self.maximumRecordSize else {
+                throw error(at: 0, "a record longer than \(Self.maximumRecordSize >> 20) MiB (is a quote left open?)")
+            }
+            let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity * 2)
+            larger.update(from: buffer, count: dataEnd)
+            buffer.deallocate()
+            buffer = larger
+            capacity *= 2
+        }
+        let count = read(descriptor, buffer + dataEnd, capacity - dataEnd)
+        guard count >= 0 else {
+            throw CSVError(file: displayName, line: nextLine, column: 1, message: "read failed: \(String(cString: strerror(errno)))")
+        }
+        if count == 0 {
+            endOfFile = true
+        } else {
+            hasher?.update(UnsafeBufferPointer(start: buffer + dataEnd, count: count))
+            dataEnd += count
+        }
+    }
+
+    private func validateUTF8(from start: Int, to end: Int) throws {
+        var i = start
+        // Fast path: ASCII eight bytes at a time.
+        while i + 8 <= end {
+            let word = UnsafeRawPointer(buffer + i).loadUnaligned(as: UInt64.self)
+            if word & 0x8080_8080_8080_8080 != 0 { break }
+            i += 8
+        }
+        while i < end {
+            let byte = buffer[i]
+            if byte < 0x80 { i += 1; continue }
+            let length: Int
+            var low: UInt8 = 0x80, high: UInt8 = 0xBF
+            switch byte {
+            case 0xC2...0xDF: length = 2
+            case 0xE0: length = 3; low = 0xA0
+            case 0xE1...0xEC, 0xEE, 0xEF: length = 3
+            case 0xED: length = 3; high = 0x9F
+            case 0xF0: length = 4; low = 0x90
+            case 0xF1...0xF3: length = 4
+            case 0xF4: length = 4; high = 0x8F
+            default: throw error(at: i, "invalid UTF-8 (byte 0x\(String(byte, radix: 16, uppercase: true)))")
+            }
+            guard i + length <= end else { throw error(at: i, "invalid UTF-8 (truncated sequence)") }
+            for k in 1..<length {
+                let next = buffer[i + k]
+                let (lo, hi) = k == 1 ? (low, high) : (UInt8(0x80), UInt8(0xBF))
+                guard next >= lo && next <= hi else { throw error(at: i, "invalid UTF-8 (bad continuation byte)") }
+            }
+            i += length
+        }
+    }
+
+    /// An error at a buffer offset inside the current record, with its physical line and character column.
+    private func error(at offset: Int, _ message: String) -> CSVError {
+        var line = nextLine
+        var lineStart = position
+        var i = position
+        while i < offset {
+            let byte = buffer[i]
+            if byte == 0x0A || (byte == 0x0D && !(i + 1 < dataEnd && buffer[i + 1] == 0x0A)) {
+                line += 1
+                lineStart = i + 1
+            }
+            i += 1
+        }
+        var column = 1
+        for j in lineStart..<max(lineStart, offset) where buffer[j] & 0xC0 != 0x80 { column += 1 }
+        return CSVError(file: displayName, line: line, column: column, message: message)
+    }
+}

@@ -1,0 +1,322 @@
+import Foundation
+import Strata
+
+/// One command's run: load what it needs through the library, call it, render the result.
+struct Commands {
+    let invocation: Invocation
+    let output: Output
+
+    func run() throws -> Int32 {
+        switch invocation.spec.name {
+        case "validate": return try validate()
+        case "migrate": return try migrate(seedsOnly: false)
+        case "seed": return try migrate(seedsOnly: true)
+        case "status": return try status()
+        case "plan": return try plan()
+        case "baseline": return try baseline()
+        case "repair": return try repair()
+        case "resolve": return try resolve()
+        case "new": return try newMigration()
+        case "schema": return try schema()
+        default: throw UsageError("unknown command '\(invocation.spec.name)'")
+        }
+    }
+
+    // MARK: Loading
+
+    private func manifest() throws -> Manifest {
+        guard let path = invocation.value("manifest") else { throw UsageError("--manifest PATH is required") }
+        return try Manifest.load(path: path)
+    }
+
+    private func databasePath(_ manifest: Manifest?) throws -> String {
+        if let path = invocation.value("database") { return path }
+        if let path = manifest?.databasePath { return displayPath(path) }
+        throw MigrationError.noDatabase
+    }
+
+    private var timeout: Duration {
+        get throws {
+            guard let text = invocation.value("timeout") else { return .seconds(60) }
+            guard let seconds = Double(text), seconds >= 0, seconds < 86_400 * 7 else {
+                throw UsageError("--timeout must be a number of seconds, not '\(text)'")
+            }
+            return .milliseconds(Int64(seconds * 1000))
+        }
+    }
+
+    /// Opens the database for writing (creating the file when absent).
+    private func openForWriting(_ path: String) throws -> Database {
+        try Database(path: path, configuration: Database.Configuration(busyTimeout: try timeout))
+    }
+
+    /// Opens the database read-only; a file that does not exist yet reads as an empty database and is not created.
+    private func openForReading(_ path: String) throws -> Database {
+        guard FileManager.default.fileExists(atPath: path) else { return try Database(.inMemory) }
+        return try Database(path: path, configuration: Database.Configuration(readOnly: true))
+    }
+
+    private var options: MigrationOptions {
+        get throws {
+            MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
+                             waitTimeout: try timeout)
+        }
+    }
+
+    // MARK: Commands
+
+    private func validate() throws -> Int32 {
+        let manifest = try self.manifest()
+        let problems = Migrator(manifest: manifest, database: try Database(.inMemory)).lint()
+        if !problems.isEmpty {
+            output.object(["command": "validate", "valid": false, "problems": .array(problems.map(Self.json))])
+            printError(problems.map(\.description).joined(separator: "\n"))
+            return ExitCode.stepFailed
+        }
+        let summary = "\(manifest.migrations.count) migration\(manifest.migrations.count == 1 ? "" : "s"), "
+            + "\(manifest.seeds.count) seed\(manifest.seeds.count == 1 ? "" : "s"), "
+            + "\(manifest.models.count) model\(manifest.models.count == 1 ? "" : "s")"
+        output.line("ok: \(summary)")
+        output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
+                       "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count)])
+        return ExitCode.success
+    }
+
+    private func migrate(seedsOnly: Bool) throws -> Int32 {
+        let manifest = try self.manifest()
+        let path = try databasePath(manifest)
+        let database = try openForWriting(path)
+        var options = try self.options
+        options.includeMigrations = !seedsOnly
+        let command = seedsOnly ? "seed" : "migrate"
+        let migrator = Migrator(manifest: manifest, database: database)
+        var progress = ProgressLine(enabled: output.showsProgress)
+        let idWidth = manifest.plan.map(\.id.count).max() ?? 0
+        let report = try migrator.migrate(options) { event in
+            switch event {
+            case .started(let step, let reason):
+                if reason == .outOfOrder {
+                    output.log("note: \(step.id) is applied out of order (it sorts before a migration already applied)")
+                }
+            case .finished(let step):
+                progress.clear()
+                output.line(Self.appliedLine(step, width: idWidth))
+            case .seedProgress(let id, let rows, let read, let total):
+                progress.update(id: id, rows: rows, bytesRead: read, totalBytes: total)
+            case .waiting(let message):
+                output.log(message)
+            }
+        }
+        progress.clear()
+        output.object(["command": .string(command), "database": .string(path),
+                       "applied": .array(report.applied.map(Self.json)),
+                       "alreadyApplied": .array(report.alreadyApplied.map(JSON.string)),
+                       "failure": report.failure.map(Self.json) ?? .null])
+        if let failure = report.failure {
+            let kept = report.applied.count
+            output.error("strata \(command): \(failure)")
+            output.error("  \(failure.id) was rolled back and left no trace; \(kept) step\(kept == 1 ? "" : "s") applied before it stay applied.")
+            return ExitCode.stepFailed
+        }
+        if !report.alreadyApplied.isEmpty {
+            output.line("  \(report.alreadyApplied.count) step\(report.alreadyApplied.count == 1 ? " was" : "s were") applied meanwhile by another run")
+        }
+        if report.applied.isEmpty {
+            output.line("Nothing to do: \(path) is up to date.")
+        } else {
+            output.line("\(report.applied.count) step\(report.applied.count == 1 ? "" : "s") applied to \(path).")
+        }
+        return ExitCode.success
+    }
+
+    private func status() throws -> Int32 {
+        let manifest = try self.manifest()
+        let path = try databasePath(manifest)
+        let statuses = try Migrator(manifest: manifest, database: try openForReading(path)).status(try options)
+        let rows = statuses.map { status -> [String] in
+            [status.kind.rawValue, status.id, status.state.rawValue, status.record?.appliedAt ?? "",
+             status.record?.rowCount.map { "\(formatCount($0)) rows" } ?? ""]
+        }
+        output.line("\(path):")
+        output.line(table([["KIND", "STEP", "STATE", "APPLIED AT", "ROWS"]] + rows))
+        output.object(["command": "status", "database": .string(path), "steps": .array(statuses.map(Self.json))])
+        let troubled = statuses.filter { [.drifted, .missing, .dirty].contains($0.state) }
+        for status in troubled where status.state == .dirty {
+            output.log("\(status.id) is dirty; run 'strata resolve \(status.id) --applied' or '--rolled-back' after checking the database")
+        }
+        return troubled.isEmpty ? ExitCode.success : ExitCode.refused
+    }
+
+    private func plan() throws -> Int32 {
+        let manifest = try self.manifest()
+        let path = try databasePath(manifest)
+        let plan = try Migrator(manifest: manifest, database: try openForReading(path)).plan(try options)
+        let withSQL = invocation.has("sql")
+        if plan.steps.isEmpty {
+            output.line("Nothing to do: \(path) is up to date.")
+        } else {
+            output.line("migrate would apply \(plan.steps.count) step\(plan.steps.count == 1 ? "" : "s") to \(path):")
+            let lines = table(plan.steps.map(Self.plannedRow)).split(separator: "\n")
+            for (step, line) in zip(plan.steps, lines) {
+                output.line(String(line))
+                if withSQL, case .migration(let migration) = step.step, let text = try? String(contentsOfFile: migration.path, encoding: .utf8) {
+                    output.line(text.split(separator: "\n", omittingEmptySubsequences: false).map { "      " + $0 }.joined(separator: "\n"))
+                }
+            }
+        }
+        output.object(["command": "plan", "database": .string(path),
+                       "steps": .array(plan.steps.map { step in
+                           var object = Self.json(step)
+                           if withSQL, case .migration(let migration) = step.step, case .object(var pairs) = object {
+                               pairs.append(("sql", .optional(try? String(contentsOfFile: migration.path, encoding: .utf8))))
+                               object = .object(pairs)
+                           }
+                           return object
+                       }),
+                       "refusals": .array(plan.refusals.map(Self.json))])
+        for refusal in plan.refusals { output.error("refused: \(refusal.message)") }
+        return plan.refusals.isEmpty ? ExitCode.success : ExitCode.refused
+    }
+
+    private func baseline() throws -> Int32 {
+        guard let through = invocation.value("through") else { throw UsageError("--through FILE is required") }
+        let manifest = try self.manifest()
+        let path = try databasePath(manifest)
+        let recorded = try Migrator(manifest: manifest, database: try openForWriting(path)).baseline(through: through, try options)
+        output.line(recorded.isEmpty ? "Nothing recorded: every step through \(through) is already recorded."
+                    : "Recorded as applied without running: " + recorded.joined(separator: ", "))
+        output.object(["command": "baseline", "database": .string(path), "recorded": .array(recorded.map(JSON.string))])
+        return ExitCode.success
+    }
+
+    private func repair() throws -> Int32 {
+        let manifest = try self.manifest()
+        let path = try databasePath(manifest)
+        let report = try Migrator(manifest: manifest, database: try openForWriting(path)).repair()
+        if report.realigned.isEmpty && report.deleted.isEmpty { output.line("Nothing to repair.") }
+        for id in report.realigned { output.line("  realigned  \(id): the recorded checksum now matches the file") }
+        for id in report.deleted { output.line("  deleted    \(id): no longer in the manifest") }
+        output.object(["command": "repair", "database": .string(path), "realigned": .array(report.realigned.map(JSON.string)),
+                       "deleted": .array(report.deleted.map(JSON.string))])
+        return ExitCode.success
+    }
+
+    private func resolve() throws -> Int32 {
+        let id = invocation.positionals[0]
+        let resolution: Resolution
+        switch (invocation.has("applied"), invocation.has("rolled-back")) {
+        case (true, false): resolution = .applied
+        case (false, true): resolution = .rolledBack
+        default: throw UsageError("give exactly one of --applied or --rolled-back")
+        }
+        let manifest = try self.manifest()
+        let path = try databasePath(manifest)
+        try Migrator(manifest: manifest, database: try openForWriting(path)).resolve(id, as: resolution)
+        output.line(resolution == .applied ? "\(id) recorded as applied." : "\(id) forgotten; the next migrate runs it again.")
+        output.object(["command": "resolve", "database": .string(path), "id": .string(id), "resolution": .string(resolution.rawValue)])
+        return ExitCode.success
+    }
+
+    private func newMigration() throws -> Int32 {
+        let created = try MigrationFile.create(named: invocation.positionals[0], in: try manifest())
+        output.line("created \(displayPath(created))")
+        output.object(["command": "new", "path": .string(displayPath(created))])
+        return ExitCode.success
+    }
+
+    private func schema() throws -> Int32 {
+        let manifest = invocation.value("manifest") == nil ? nil : try self.manifest()
+        let path = try databasePath(manifest)
+        let schema = try openForReading(path).canonicalSchema(excluding: ["strata_history"])
+        if !output.json && !output.quiet { print(schema, terminator: "") }
+        output.object(["command": "schema", "database": .string(path), "schema": .string(schema)])
+        return ExitCode.success
+    }
+
+    // MARK: Rendering
+
+    static func appliedLine(_ step: AppliedStep, width: Int) -> String {
+        var line = "  applied  " + step.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "
+            + step.id.padding(toLength: max(width, step.id.count), withPad: " ", startingAt: 0)
+        line += "  " + "\(step.durationMs) ms".leftPadded(to: 8)
+        if let rows = step.rowCount { line += "  \(formatCount(rows)) rows" }
+        if step.reason != .pending { line += "  (\(step.reason.rawValue))" }
+        return line
+    }
+
+    static func plannedRow(_ step: PlannedStep) -> [String] {
+        var row = [step.step.kind.rawValue, step.step.id]
+        row.append(step.rowCount.map { "\(formatCount($0)) rows" } ?? "")
+        if step.reason != .pending { row.append("(\(step.reason.rawValue))") }
+        return row
+    }
+
+    static func json(_ problem: ManifestProblem) -> JSON {
+        ["file": .string(problem.location.path), "line": .optional(problem.location.line),
+         "column": .optional(problem.location.column), "message": .string(problem.message)]
+    }
+
+    static func json(_ step: AppliedStep) -> JSON {
+        ["kind": .string(step.kind.rawValue), "id": .string(step.id), "reason": .string(step.reason.rawValue),
+         "durationMs": .optional(step.durationMs), "rows": .optional(step.rowCount)]
+    }
+
+    static func json(_ failure: StepFailure) -> JSON {
+        ["kind": .string(failure.kind.rawValue), "id": .string(failure.id), "file": .string(failure.file),
+         "line": .optional(failure.line), "column": .optional(failure.column), "message": .string(failure.message)]
+    }
+
+    static func json(_ refusal: Refusal) -> JSON {
+        ["reason": .string(refusal.reason.rawValue), "id": .string(refusal.id), "message": .string(refusal.message)]
+    }
+
+    static func json(_ step: PlannedStep) -> JSON {
+        ["kind": .string(step.step.kind.rawValue), "id": .string(step.step.id), "reason": .string(step.reason.rawValue),
+         "rows": .optional(step.rowCount)]
+    }
+
+    static func json(_ status: StepStatus) -> JSON {
+        ["kind": .string(status.kind.rawValue), "id": .string(status.id), "state": .string(status.state.rawValue),
+         "appliedAt": .optional(status.record?.appliedAt), "durationMs": .optional(status.record?.durationMs),
+         "rows": .optional(status.record?.rowCount), "recordedChecksum": .optional(status.record?.checksum),
+         "fileChecksum": .optional(status.checksum)]
+    }
+
+    static func json(_ error: MigrationError, command: String) -> JSON {
+        switch error {
+        case .refused(let refusals):
+            ["command": .string(command), "error": "refused", "refusals": .array(refusals.map(json))]
+        default:
+            ["command": .string(command), "error": .string(error.description)]
+        }
+    }
+}
+
+/// The live "rows, rows/s, percent" line for a large seed on a terminal.
+struct ProgressLine {
+    let enabled: Bool
+    private var started: ContinuousClock.Instant?
+    private var shown = false
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    mutating func update(id: String, rows: Int, bytesRead: Int, totalBytes: Int) {
+        guard enabled else { return }
+        let start = started ?? ContinuousClock.now
+        started = start
+        let seconds = max(Double((ContinuousClock.now - start).components.attoseconds) / 1e18
+                          + Double((ContinuousClock.now - start).components.seconds), 0.001)
+        let percent = totalBytes > 0 ? bytesRead * 100 / totalBytes : 100
+        let rate = Int(Double(rows) / seconds)
+        FileHandle.standardError.write(Data("\r  loading \(id): \(formatCount(rows)) rows, \(formatCount(rate)) rows/s, \(percent)%\u{1B}[K".utf8))
+        shown = true
+    }
+
+    mutating func clear() {
+        guard shown else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        shown = false
+        started = nil
+    }
+}
+

@@ -1,0 +1,2 @@
+-- VACUUM cannot run inside a transaction, so the manifest marks this file transaction="none".
+VACUUM;
