@@ -1,4 +1,5 @@
 import Foundation
+@testable import Strata
 import XCTest
 
 /// A fresh directory under the system temporary directory, removed when the test ends.
@@ -28,4 +29,80 @@ func assertThrows<E: Error, T>(_ expected: E.Type, file: StaticString = #filePat
         XCTFail("expected \(E.self), got \(type(of: error)): \(error)", file: file, line: line)
     }
     return nil
+}
+
+/// The output of one run of the `strata` executable.
+struct CommandResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// The `strata` executable built next to the test bundle.
+func strataExecutable() throws -> URL {
+    let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [directory, directory.deletingLastPathComponent()] {
+        let url = candidate.appendingPathComponent("strata")
+        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+    }
+    let fallback = repositoryRoot().appendingPathComponent(".build/debug/strata")
+    guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
+        throw XCTSkip("the strata executable is not built (run `swift build` first)")
+    }
+    return fallback
+}
+
+/// Starts `strata` with arguments in a directory without waiting.
+func startStrata(_ arguments: [String], in directory: URL) throws -> (Process, Pipe, Pipe) {
+    let process = Process()
+    process.executableURL = try strataExecutable()
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    return (process, out, err)
+}
+
+/// Runs `strata` with arguments in a directory and waits for it.
+@discardableResult
+func runStrata(_ arguments: [String], in directory: URL) throws -> CommandResult {
+    let (process, out, err) = try startStrata(arguments, in: directory)
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                         stderr: String(decoding: stderr, as: UTF8.self))
+}
+
+/// A throwaway project: a manifest at `manifest.xml` with `sql/` and `csv/` beside it.
+struct Project {
+    let root: URL
+    var manifestPath: String { root.appendingPathComponent("manifest.xml").path }
+    var databasePath: String { root.appendingPathComponent("db.sqlite").path }
+
+    init(_ test: XCTestCase, manifest: String? = nil, files: [String: String]) throws {
+        root = try makeTemporaryDirectory(test)
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("sql"), withIntermediateDirectories: true)
+        try write(manifest ?? #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/></manifest>"#,
+                  to: root.appendingPathComponent("manifest.xml"))
+        for (path, text) in files { try write(text, to: root.appendingPathComponent(path)) }
+    }
+
+    func file(_ path: String, _ text: String) throws {
+        try write(text, to: root.appendingPathComponent(path))
+    }
+
+    func manifest() throws -> Manifest { try Manifest.load(path: manifestPath) }
+
+    func migrator(configuration: Database.Configuration = .init()) throws -> Migrator {
+        Migrator(manifest: try manifest(), database: try Database(path: databasePath, configuration: configuration))
+    }
+
+    func database() throws -> Database { try Database(path: databasePath) }
+
+    func strata(_ arguments: [String]) throws -> CommandResult {
+        try runStrata(arguments + ["--manifest", manifestPath], in: root)
+    }
 }

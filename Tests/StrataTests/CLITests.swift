@@ -1,0 +1,217 @@
+import Foundation
+import XCTest
+@testable import Strata
+
+final class CLITests: XCTestCase {
+    func testVersionHelpAndUsageErrors() throws {
+        let dir = try makeTemporaryDirectory(self)
+        XCTAssertEqual(try runStrata(["--version"], in: dir).stdout, "strata \(Strata.version)\n")
+        let help = try runStrata(["--help"], in: dir)
+        XCTAssertEqual(help.status, 0)
+        XCTAssertTrue(help.stdout.contains("migrate"))
+        var result = try runStrata(["frobnicate"], in: dir)
+        XCTAssertEqual(result.status, 2)
+        XCTAssertTrue(result.stderr.contains("unknown command 'frobnicate'"))
+        result = try runStrata([], in: dir)
+        XCTAssertEqual(result.status, 2)
+        result = try runStrata(["migrate", "--bogus"], in: dir)
+        XCTAssertEqual(result.status, 2)
+        XCTAssertTrue(result.stderr.contains("unknown option --bogus"))
+        result = try runStrata(["migrate", "--manifest"], in: dir)
+        XCTAssertEqual(result.status, 2)
+        result = try runStrata(["status", "--format", "yaml", "--manifest", "m.xml"], in: dir)
+        XCTAssertEqual(result.status, 2)
+        result = try runStrata(["resolve", "--applied", "--manifest", "m.xml"], in: dir)
+        XCTAssertEqual(result.status, 2, "missing positional")
+        result = try runStrata(["migrate", "--help"], in: dir)
+        XCTAssertEqual(result.status, 0)
+        XCTAssertTrue(result.stdout.contains("--strict-order"))
+    }
+
+    func testValidateTheExampleAndBrokenManifests() throws {
+        let ok = try runStrata(["validate", "--manifest", "manifests/example.xml"], in: repositoryRoot())
+        XCTAssertEqual(ok.status, 0, ok.stderr)
+        XCTAssertEqual(ok.stdout, "ok: 4 migrations, 4 seeds, 2 models\n")
+
+        let project = try Project(self, manifest: "<manifest version=\"1\">\n  <seeds><seed table=\"t\"/></seeds>\n</manifest>", files: [:])
+        let broken = try runStrata(["validate", "--manifest", "manifest.xml"], in: project.root)
+        XCTAssertEqual(broken.status, 1)
+        XCTAssertTrue(broken.stderr.hasPrefix("manifest.xml:2:"), broken.stderr)
+        let json = try runStrata(["validate", "--manifest", "manifest.xml", "--format", "json"], in: project.root)
+        XCTAssertEqual(json.status, 1)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual((object?["problems"] as? [[String: Any]])?.first?["line"] as? Int, 2)
+
+        let sqlProblem = try Project(self, files: ["sql/1_a.sql": "VACUUM;"])
+        let lint = try sqlProblem.strata(["validate"])
+        XCTAssertEqual(lint.status, 1)
+        XCTAssertTrue(lint.stderr.contains("sql/1_a.sql:1:1: VACUUM cannot run inside a transaction"), lint.stderr)
+
+        let migrate = try runStrata(["migrate", "--manifest", "manifest.xml"], in: project.root)
+        XCTAssertEqual(migrate.status, 3, "other commands refuse an invalid manifest with exit 3")
+    }
+
+    func testMigrateTwiceJSONStatusAndPlan() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);"])
+        let plan = try project.strata(["plan", "--sql"])
+        XCTAssertEqual(plan.status, 0)
+        XCTAssertTrue(plan.stdout.contains("migrate would apply 2 steps"))
+        XCTAssertTrue(plan.stdout.contains("CREATE TABLE a (x);"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath), "plan does not create the database")
+
+        let first = try project.strata(["migrate", "--format", "json"])
+        XCTAssertEqual(first.status, 0, first.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual((object["applied"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, ["1_a.sql", "2_b.sql"])
+        XCTAssertTrue(object["failure"] is NSNull)
+
+        let second = try project.strata(["migrate"])
+        XCTAssertEqual(second.status, 0)
+        XCTAssertTrue(second.stdout.contains("Nothing to do"), second.stdout)
+
+        let before = try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
+        let planAgain = try project.strata(["plan", "--format", "json"])
+        XCTAssertEqual(planAgain.stdout, "{\"command\":\"plan\",\"database\":\"db.sqlite\",\"steps\":[],\"refusals\":[]}\n")
+        let status = try project.strata(["status", "--format", "json"])
+        XCTAssertEqual(status.status, 0)
+        let steps = try XCTUnwrap((JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["steps"] as? [[String: Any]])
+        XCTAssertEqual(steps.map { $0["state"] as? String }, ["applied", "applied"])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: project.databasePath)), before, "plan and status write nothing")
+
+        let quiet = try project.strata(["migrate", "--quiet"])
+        XCTAssertEqual(quiet.stdout, "")
+    }
+
+    func testExitCodesForFailureDriftAndDirty() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/>
+              <migrations directory="sql"><migration file="3_none.sql" transaction="none"/></migrations>
+            </manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);\nSELEC 1;",
+                         "sql/3_none.sql": "INSERT INTO b VALUES (1);\nINSERT INTO nope VALUES (1);"])
+        let failed = try project.strata(["migrate"])
+        XCTAssertEqual(failed.status, 1)
+        XCTAssertTrue(failed.stderr.contains("sql/2_b.sql:2:1:"), failed.stderr)
+        XCTAssertTrue(failed.stderr.contains("syntax error"), failed.stderr)
+        XCTAssertTrue(failed.stdout.contains("1_a.sql"))
+
+        try project.file("sql/2_b.sql", "CREATE TABLE b (x);")
+        XCTAssertEqual(try project.strata(["migrate"]).status, 1)
+        let dirty = try project.strata(["migrate"])
+        XCTAssertEqual(dirty.status, 3)
+        XCTAssertTrue(dirty.stderr.contains("strata resolve 3_none.sql"), dirty.stderr)
+        XCTAssertEqual(try project.strata(["status"]).status, 3)
+        XCTAssertEqual(try project.strata(["resolve", "3_none.sql", "--applied", "--rolled-back"]).status, 2)
+        XCTAssertEqual(try project.strata(["resolve", "3_none.sql", "--applied"]).status, 0)
+
+        try project.file("sql/1_a.sql", "CREATE TABLE a (x, y);")
+        let drift = try project.strata(["migrate", "--format", "json"])
+        XCTAssertEqual(drift.status, 3)
+        XCTAssertTrue(drift.stdout.contains("\"reason\":\"drift\""), drift.stdout)
+        XCTAssertTrue(drift.stderr.contains("1_a.sql has changed"), drift.stderr)
+        XCTAssertEqual(try project.strata(["repair"]).status, 0)
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+    }
+
+    func testBaselineNewAndSchemaCommands() throws {
+        let project = try Project(self, files: ["sql/001_a.sql": "CREATE TABLE a (x);", "sql/002_b.sql": "CREATE TABLE b (x);"])
+        try project.database().execute("CREATE TABLE a (x)")
+        let baseline = try project.strata(["baseline", "--through", "001_a.sql"])
+        XCTAssertEqual(baseline.status, 0, baseline.stderr)
+        XCTAssertTrue(baseline.stdout.contains("001_a.sql"))
+        XCTAssertEqual(try project.strata(["baseline", "--through", "nope.sql"]).status, 1)
+        let created = try project.strata(["new", "add index"])
+        XCTAssertEqual(created.stdout, "created sql/003_add_index.sql\n")
+        try project.file("sql/003_add_index.sql", "CREATE INDEX b_x ON b (x);")
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        let schema = try runStrata(["schema", "--database", "db.sqlite"], in: project.root)
+        XCTAssertEqual(schema.stdout, "CREATE TABLE a (x);\n\nCREATE TABLE b (x);\n\nCREATE INDEX b_x ON b (x);\n")
+    }
+
+    func testEightProcessesApplyEachFileExactlyOnce() throws {
+        var files = ["sql/000_log.sql": "CREATE TABLE log (step TEXT NOT NULL);"]
+        for i in 1...12 {
+            files[String(format: "sql/%03d_step.sql", i)] = "INSERT INTO log VALUES ('\(i)');\nCREATE TABLE t\(i) (x);"
+        }
+        files["sql/013_none.sql"] = "INSERT INTO log VALUES ('none');"
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/>
+              <migrations directory="sql"><migration file="013_none.sql" transaction="none"/></migrations>
+            </manifest>
+            """, files: files)
+        let runs = try (0..<8).map { _ in try startStrata(["migrate", "--manifest", project.manifestPath, "--format", "json"], in: project.root) }
+        var applied: [String] = []
+        for (process, out, err) in runs {
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            let stderr = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 0, String(decoding: stderr, as: UTF8.self))
+            let object = try JSONSerialization.jsonObject(with: stdout) as? [String: Any]
+            applied += ((object?["applied"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }
+        }
+        XCTAssertEqual(applied.sorted(), files.keys.map { ($0 as NSString).lastPathComponent }.sorted(),
+                       "each file applied by exactly one process")
+        let db = try project.database()
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM log", as: Int.self), 13)
+        XCTAssertEqual(try db.scalar("SELECT count(DISTINCT step) FROM log", as: Int.self), 13)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history WHERE state = 'applied'", as: Int.self), 14)
+    }
+
+    func testKillDuringALongFileLosesNothing() throws {
+        let project = try Project(self, files: [
+            "sql/1_a.sql": "CREATE TABLE a (x); INSERT INTO a VALUES (1);",
+            "sql/2_long.sql": """
+                CREATE TABLE big (n INTEGER, pad TEXT);
+                WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3000000)
+                INSERT INTO big SELECT n, printf('%040d', n) FROM c;
+                """,
+        ])
+        let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath], in: project.root)
+        // Wait until the long file is running: the first file is recorded and the journal exists.
+        let deadline = Date().addingTimeInterval(20)
+        var inLongFile = false
+        while Date() < deadline && process.isRunning {
+            if FileManager.default.fileExists(atPath: project.databasePath + "-journal"),
+               let count = try? Database(path: project.databasePath, configuration: .init(readOnly: true, busyTimeout: .zero))
+                .scalar("SELECT count(*) FROM strata_history", as: Int.self), count == 1 {
+                inLongFile = true
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertTrue(process.isRunning, "the long file finished before it could be killed; make it longer")
+        XCTAssertTrue(inLongFile)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .uncaughtSignal)
+
+        let db = try project.database()
+        XCTAssertEqual(try db.scalar("PRAGMA integrity_check", as: String.self), "ok")
+        XCTAssertFalse(try db.tableExists("big"), "the killed file left no trace")
+        XCTAssertEqual(try db.query("SELECT identity FROM strata_history").all().map { $0[0] }, [.text("1_a.sql")])
+        let rerun = try project.strata(["migrate"])
+        XCTAssertEqual(rerun.status, 0, rerun.stderr)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM big", as: Int.self), 3_000_000)
+    }
+
+    func testExampleManifestBuildsTheExampleDatabase() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let path = dir.appendingPathComponent("library.sqlite").path
+        let result = try runStrata(["migrate", "--manifest", "manifests/example.xml", "--database", path, "--context", "dev"],
+                                   in: repositoryRoot())
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let db = try Database(path: path)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM books", as: Int.self), 5)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM current_loans", as: Int.self), 2)
+        XCTAssertEqual(try db.scalar("SELECT biography FROM authors WHERE id = 2", as: String.self), nil, "unquoted empty is NULL")
+        XCTAssertEqual(try db.scalar("SELECT biography FROM authors WHERE id = 3", as: String.self), "", "quoted empty is ''")
+        XCTAssertEqual(try db.scalar("SELECT summary FROM books WHERE isbn = '9780547773742'", as: String.self),
+                       "A young wizard, Ged, learns\nthat names have power.")
+        XCTAssertEqual(try db.scalar("SELECT joined_at FROM members WHERE id = 1", as: String.self), "2021-03-04T09:00:00Z")
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM books WHERE in_print = 0", as: Int.self), 1)
+        let again = try runStrata(["migrate", "--manifest", "manifests/example.xml", "--database", path, "--context", "dev"],
+                                  in: repositoryRoot())
+        XCTAssertTrue(again.stdout.contains("Nothing to do"), again.stdout)
+    }
+}

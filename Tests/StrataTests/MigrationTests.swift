@@ -1,0 +1,264 @@
+import CSQLite
+import Foundation
+import XCTest
+@testable import Strata
+
+final class MigrationTests: XCTestCase {
+    func testAppliesEachFileOnceInNaturalOrderAndRecordsHistory() throws {
+        let project = try Project(self, files: [
+            "sql/10_c.sql": "INSERT INTO log VALUES ('10');",
+            "sql/2_b.sql": "INSERT INTO log VALUES ('2');",
+            "sql/1_a.sql": "CREATE TABLE log (step TEXT);",
+        ])
+        let migrator = try project.migrator()
+        let report = try migrator.migrate()
+        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql", "2_b.sql", "10_c.sql"])
+        XCTAssertNil(report.failure)
+        XCTAssertEqual(try migrator.migrate().applied, [], "a second run applies nothing")
+        let db = try project.database()
+        XCTAssertEqual(try db.query("SELECT step FROM log ORDER BY rowid").all().map { $0[0] }, [.text("2"), .text("10")])
+        let history = try db.query("SELECT * FROM strata_history WHERE identity = '1_a.sql'").all()
+        XCTAssertEqual(history.count, 1)
+        let row = history[0]
+        XCTAssertEqual(try row.get("kind", as: String.self), "migration")
+        XCTAssertEqual(try row.get("state", as: String.self), "applied")
+        XCTAssertEqual(try row.get("checksum_version", as: Int.self), 1)
+        XCTAssertEqual(try row.get("tool_version", as: String.self), Strata.version)
+        XCTAssertEqual(try row.get("applied_sql", as: String.self), "CREATE TABLE log (step TEXT);")
+        XCTAssertEqual(try row.get("checksum", as: String.self).count, 64)
+        XCTAssertNotNil(ISO8601.parse(try row.get("applied_at", as: String.self)))
+        XCTAssertNotNil(try row.get("duration_ms", as: Int?.self))
+    }
+
+    func testFailureInThirdStatementLeavesThatFileWithoutTrace() throws {
+        let project = try Project(self, files: [
+            "sql/1_ok.sql": "CREATE TABLE a (x); INSERT INTO a VALUES (1);",
+            "sql/2_bad.sql": "CREATE TABLE b (y);\nINSERT INTO a VALUES (2);\n  INSERT INTO missing VALUES (3);\nCREATE TABLE c (z);",
+            "sql/3_after.sql": "CREATE TABLE d (w);",
+        ])
+        let migrator = try project.migrator()
+        let report = try migrator.migrate()
+        XCTAssertEqual(report.applied.map(\.id), ["1_ok.sql"])
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertEqual(failure.id, "2_bad.sql")
+        XCTAssertEqual(failure.line, 3)
+        XCTAssertEqual(failure.column, 3)
+        XCTAssertTrue(failure.message.contains("no such table: missing"), failure.message)
+        XCTAssertTrue(failure.description.hasSuffix("sql/2_bad.sql:3:3: no such table: missing"), failure.description)
+        let db = try project.database()
+        XCTAssertFalse(try db.tableExists("b"), "schema as before the file")
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), 1, "data as before the file")
+        XCTAssertFalse(try db.tableExists("d"), "nothing after the failure ran")
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
+        XCTAssertEqual(try migrator.status().map(\.state), [.applied, .pending, .pending])
+    }
+
+    func testCRLFAndBOMEditsAreNotDriftButAChangedCharacterIs() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);\n-- note\n"])
+        XCTAssertEqual(try project.migrator().migrate().applied.count, 1)
+        try project.file("sql/1_a.sql", "\u{FEFF}CREATE TABLE a (x);\r\n-- note\r\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+        try project.file("sql/1_a.sql", "CREATE TABLE a (x);\r-- note\r")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+        try project.file("sql/1_a.sql", "CREATE TABLE a (y);\n-- note\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.drifted])
+        try project.file("sql/2_b.sql", "CREATE TABLE b (x);")
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
+        XCTAssertEqual(refusals.map(\.reason), [.drift])
+        XCTAssertTrue(refusals[0].message.contains("1_a.sql"))
+        XCTAssertFalse(try project.database().tableExists("b"), "drift refuses before doing anything")
+        let repaired = try project.migrator().repair()
+        XCTAssertEqual(repaired.realigned, ["1_a.sql"])
+        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql"])
+        XCTAssertEqual(try project.database().scalar("SELECT applied_sql FROM strata_history WHERE identity = '1_a.sql'", as: String.self),
+                       "CREATE TABLE a (y);\n-- note\n")
+    }
+
+    func testChecksumNormalisation() throws {
+        let lf = try Checksum.of(Array("a\nb\n".utf8))
+        XCTAssertEqual(try Checksum.of(Array("a\r\nb\r\n".utf8)), lf)
+        XCTAssertEqual(try Checksum.of(Array("a\rb\r".utf8)), lf)
+        XCTAssertEqual(try Checksum.of([0xEF, 0xBB, 0xBF] + Array("a\nb\n".utf8)), lf)
+        XCTAssertNotEqual(try Checksum.of(Array("a\nb \n".utf8)), lf)
+        XCTAssertEqual(try Checksum.of([]), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        // Streaming over chunk boundaries gives the same result as hashing at once.
+        let dir = try makeTemporaryDirectory(self)
+        let big = String(repeating: "line\r\n", count: 400_000)
+        try write(big, to: dir.appendingPathComponent("big.sql"))
+        XCTAssertEqual(try Checksum.ofFile(atPath: dir.appendingPathComponent("big.sql").path),
+                       try Checksum.of(Array(String(repeating: "line\n", count: 400_000).utf8)))
+    }
+
+    func testMissingFileIsRefusedAndRepairMarksItDeleted() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);"])
+        _ = try project.migrator().migrate()
+        try FileManager.default.removeItem(at: project.root.appendingPathComponent("sql/2_b.sql"))
+        XCTAssertEqual(try project.migrator().status().last?.state, .missing)
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+        XCTAssertTrue(error?.description.contains("2_b.sql was applied but is no longer in the manifest") ?? false)
+        XCTAssertEqual(try project.migrator().repair().deleted, ["2_b.sql"])
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+        XCTAssertEqual(try project.migrator().migrate().applied, [])
+    }
+
+    func testOutOfOrderIsAppliedAndStrictOrderRefuses() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/3_c.sql": "CREATE TABLE c (x);"])
+        _ = try project.migrator().migrate()
+        try project.file("sql/2_b.sql", "CREATE TABLE b (x);")
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate(MigrationOptions(strictOrder: true)) }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
+        XCTAssertEqual(refusals.first?.reason, .outOfOrder)
+        XCTAssertTrue(refusals.first?.message.contains("2_b.sql") ?? false)
+        let report = try project.migrator().migrate()
+        XCTAssertEqual(report.applied.map(\.id), ["2_b.sql"])
+        XCTAssertEqual(report.applied.first?.reason, .outOfOrder)
+        XCTAssertTrue(try project.database().tableExists("b"))
+    }
+
+    func testTransactionNoneFileRunsOutsideATransaction() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><migrations directory="sql"><migration file="2_vacuum.sql" transaction="none"/></migrations></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_vacuum.sql": "VACUUM;"])
+        let report = try project.migrator().migrate()
+        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql", "2_vacuum.sql"])
+        XCTAssertEqual(try project.database().scalar("SELECT state FROM strata_history WHERE identity = '2_vacuum.sql'", as: String.self), "applied")
+    }
+
+    func testDirtyTransactionNoneFileBlocksUntilResolved() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><migrations directory="sql"><migration file="2_none.sql" transaction="none"/></migrations></manifest>
+            """, files: [
+                "sql/1_a.sql": "CREATE TABLE a (x);",
+                "sql/2_none.sql": "INSERT INTO a VALUES (1);\nINSERT INTO nowhere VALUES (2);",
+                "sql/3_c.sql": "CREATE TABLE c (x);",
+            ])
+        let first = try project.migrator().migrate()
+        XCTAssertEqual(first.failure?.id, "2_none.sql")
+        XCTAssertEqual(first.failure?.line, 2)
+        XCTAssertEqual(try project.database().scalar("SELECT state FROM strata_history WHERE identity = '2_none.sql'", as: String.self), "failed")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .dirty, .pending])
+
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+        XCTAssertTrue(error?.description.contains("strata resolve 2_none.sql --applied") ?? false, "\(String(describing: error))")
+        XCTAssertFalse(try project.database().tableExists("c"))
+
+        // A human removes the partial effect, fixes the file, and tells Strata it was rolled back.
+        try project.database().execute("DELETE FROM a")
+        try project.file("sql/2_none.sql", "INSERT INTO a VALUES (1);")
+        try project.migrator().resolve("2_none.sql", as: .rolledBack)
+        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_none.sql", "3_c.sql"])
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1)
+        XCTAssertThrowsError(try project.migrator().resolve("2_none.sql", as: .applied), "only dirty steps resolve")
+    }
+
+    func testCrashedRunnerLeavesDirtyStateAndResolveAppliedRecordsIt() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><migrations directory="sql"><migration file="1_none.sql" transaction="none"/></migrations></manifest>
+            """, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
+        let db = try project.database()
+        try HistoryStore(database: db).create()
+        // What a process killed during the file leaves behind: a running row whose process is gone.
+        try db.execute("""
+            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner)
+            VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', 'running', '0', ?)
+            """, ["\(ProcessInfo.processInfo.hostName):2147483000"])
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.dirty])
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+        XCTAssertTrue(error?.description.contains("never finished") ?? false, "\(String(describing: error))")
+        try project.migrator().resolve("1_none.sql", as: .applied)
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+    }
+
+    func testLintRefusesTransactionBreakingStatements() throws {
+        let project = try Project(self, files: [
+            "sql/1_fk.sql": "CREATE TABLE a (x);\nPRAGMA foreign_keys = OFF;",
+            "sql/2_vacuum.sql": "-- tidy\n  VACUUM;",
+            "sql/3_tx.sql": "BEGIN;\nCREATE TABLE b (x);\nCOMMIT;",
+            "sql/4_fine.sql": """
+                PRAGMA foreign_keys;
+                CREATE TABLE t (x);
+                CREATE TRIGGER tr AFTER INSERT ON t BEGIN
+                  SELECT CASE WHEN NEW.x > 0 THEN 1 ELSE 0 END;
+                  INSERT INTO t SELECT 'begin; commit; vacuum;' WHERE 0;
+                END;
+                SAVEPOINT s; ROLLBACK TO s; RELEASE s;
+                -- VACUUM in a comment
+                SELECT 'PRAGMA foreign_keys = OFF';
+                """,
+        ])
+        let problems = try project.migrator().lint()
+        XCTAssertEqual(problems.map { "\(($0.location.path as NSString).lastPathComponent):\($0.location.line):\($0.location.column ?? 0)" },
+                       ["1_fk.sql:2:1", "2_vacuum.sql:2:3", "3_tx.sql:1:1", "3_tx.sql:3:1"])
+        XCTAssertTrue(problems[0].message.contains("transaction=\"none\""))
+        XCTAssertTrue(problems[0].message.contains("foreign_keys"))
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
+        XCTAssertEqual(Set(refusals.map(\.reason)), [.invalidSQL])
+        XCTAssertFalse(try project.database().tableExists("a"), "nothing runs")
+    }
+
+    func testForeignKeyCheckNamesViolatingRows() throws {
+        let project = try Project(self, files: [
+            "sql/1_a.sql": "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);\nINSERT INTO child VALUES (7, 42);",
+        ])
+        let report = try project.migrator().migrate()
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertTrue(failure.message.contains("child row 7 references a missing row in parent"), failure.message)
+        XCTAssertFalse(try project.database().tableExists("child"))
+    }
+
+    func testBaselineRecordsWithoutRunning() throws {
+        let project = try Project(self, files: [
+            "sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);", "sql/3_c.sql": "CREATE TABLE c (x);",
+        ])
+        let db = try project.database()
+        try db.executeScript("CREATE TABLE a (x); CREATE TABLE b (x);")
+        XCTAssertEqual(try project.migrator().baseline(through: "2_b.sql"), ["1_a.sql", "2_b.sql"])
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .pending])
+        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["3_c.sql"])
+        XCTAssertEqual(try project.migrator().baseline(through: "3_c.sql"), [])
+        XCTAssertThrowsError(try project.migrator().baseline(through: "9_z.sql"))
+        XCTAssertEqual(try db.scalar("SELECT state FROM strata_history WHERE identity = '1_a.sql'", as: String.self), "baseline")
+    }
+
+    func testPlanAndStatusWriteNothing() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);"])
+        try project.database().execute("CREATE TABLE existing (x)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
+        let migrator = Migrator(manifest: try project.manifest(),
+                                database: try Database(path: project.databasePath, configuration: .init(readOnly: true)))
+        let plan = try migrator.plan()
+        XCTAssertEqual(plan.steps.map(\.step.id), ["1_a.sql", "2_b.sql"])
+        XCTAssertEqual(plan.refusals, [])
+        XCTAssertEqual(try migrator.status().map(\.state), [.pending, .pending])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: project.databasePath)), before)
+        XCTAssertFalse(try project.database().tableExists("strata_history"))
+    }
+
+    func testNewMigrationTakesTheNextSortablePrefix() throws {
+        let project = try Project(self, files: ["sql/0007_a.sql": "", "sql/12_b.sql": ""])
+        let path = try MigrationFile.create(named: "Add loans: due date!", in: try project.manifest())
+        XCTAssertEqual((path as NSString).lastPathComponent, "0013_add_loans_due_date.sql")
+        XCTAssertEqual(try project.manifest().migrations.last?.id, "0013_add_loans_due_date.sql")
+        let empty = try Project(self, files: [:])
+        XCTAssertEqual((try MigrationFile.create(named: "init", in: try empty.manifest()) as NSString).lastPathComponent, "001_init.sql")
+        XCTAssertThrowsError(try MigrationFile.create(named: "!!!", in: try empty.manifest()))
+    }
+
+    func testLockHeldByAnotherConnectionTimesOutWithAClearMessage() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);"])
+        let holder = try project.database()
+        try holder.execute("BEGIN IMMEDIATE")
+        defer { try? holder.execute("ROLLBACK") }
+        let migrator = try project.migrator(configuration: .init(busyTimeout: .milliseconds(300)))
+        let error = assertThrows(MigrationError.self) { try migrator.migrate() }
+        guard case .lockTimeout(let message)? = error else { return XCTFail("expected a lock timeout, got \(String(describing: error))") }
+        XCTAssertTrue(message.contains("write lock"), message)
+    }
+
+    func testSQLLintStatementPositions() {
+        let statements = SQLLint.statements(in: Array("SELECT 1;\n  -- c\n  SELECT 'a;b';\r\nVACUUM".utf8))
+        XCTAssertEqual(statements.map { "\($0.line):\($0.column):\($0.words.first ?? "")" }, ["1:1:SELECT", "3:3:SELECT", "4:1:VACUUM"])
+    }
+}
