@@ -34,6 +34,7 @@ final class CSVReader {
     private let descriptor: Int32
     private var buffer: UnsafeMutablePointer<UInt8>
     private var capacity: Int
+    var bufferCapacity: Int { capacity }
     private var dataEnd = 0
     private var position = 0
     private var endOfFile = false

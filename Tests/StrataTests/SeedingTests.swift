@@ -1,0 +1,258 @@
+import Foundation
+import XCTest
+@testable import Strata
+
+final class SeedingTests: XCTestCase {
+    /// A project whose single migration creates `schema` and whose manifest lists `seeds` (XML elements).
+    func project(schema: String, seeds: String, files: [String: String]) throws -> Project {
+        var all = files
+        all["sql/1_schema.sql"] = schema
+        return try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/><seeds>\(seeds)</seeds></manifest>
+            """, files: all)
+    }
+
+    func migrate(_ project: Project, _ options: MigrationOptions = MigrationOptions()) throws -> MigrationReport {
+        try project.migrator().migrate(options)
+    }
+
+    func values(_ project: Project, _ sql: String) throws -> [[DatabaseValue]] {
+        try project.database().query(sql).all().map(\.values)
+    }
+
+    func testTypedConversionsFromDeclaredTypesAndColumnOverrides() throws {
+        let project = try project(schema: """
+            CREATE TABLE t (id INTEGER PRIMARY KEY, price REAL, amount NUMERIC, flag BOOLEAN, day DATE, at DATETIME,
+                            stamp INTEGER, raw BLOB, note TEXT, anything, seen INTEGER);
+            """, seeds: """
+            <seed file="csv/t.csv" table="t">
+              <column name="stamp" type="datetime" storage="unix"/>
+              <column name="seen" type="boolean"/>
+            </seed>
+            """, files: ["csv/t.csv": """
+            id,price,amount,flag,day,at,stamp,raw,note,anything,seen
+            1,9.99,12,yes,2024-02-29,2010-12-01T21:35:43+0900,2010-12-01T21:35:43+0900,\\x00ff,"a, b",007,T
+            2,-1.5e3,2.5,FALSE,1999-12-31,2024-01-01 00:00:00.250,1970-01-01,AAH/,"",,no
+            """])
+        let report = try migrate(project)
+        XCTAssertNil(report.failure, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.applied.last?.rowCount, 2)
+        let rows = try values(project, "SELECT * FROM t ORDER BY id")
+        XCTAssertEqual(rows[0], [.integer(1), .real(9.99), .integer(12), .integer(1), .text("2024-02-29"),
+                                 .text("2010-12-01T12:35:43Z"), .integer(1_291_206_943), .blob(Data([0, 255])),
+                                 .text("a, b"), .text("007"), .integer(1)])
+        XCTAssertEqual(rows[1], [.integer(2), .real(-1500), .real(2.5), .integer(0), .text("1999-12-31"),
+                                 .text("2024-01-01T00:00:00.250Z"), .integer(0), .blob(Data([0, 1, 255])),
+                                 .text(""), .null, .integer(0)])
+    }
+
+    func testEveryConversionErrorNamesLineColumnValueAndType() throws {
+        let cases: [(String, String, String)] = [
+            ("INTEGER", "12x", "'12x' is not an integer"),
+            ("INTEGER", "99999999999999999999", "is not an integer"),
+            ("INTEGER", "1.5", "is not an integer"),
+            ("REAL", "1,5", "is not a real number"),
+            ("REAL", "nan", "is not a real number"),
+            ("NUMERIC", "ten", "is not a number"),
+            ("BOOLEAN", "maybe", "is not a boolean"),
+            ("DATE", "2019-02-29", "is not an ISO-8601 date"),
+            ("DATE", "2019-02-01T10:00:00Z", "is not an ISO-8601 date"),
+            ("DATETIME", "01/12/2010", "is not an ISO-8601 datetime"),
+            ("BLOB", "\\xZZ", "is not bytes"),
+            ("INTEGER", "\"\"", "'' is not an integer"),
+        ]
+        for (type, value, message) in cases {
+            let project = try project(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, v \(type));",
+                                      seeds: #"<seed file="csv/t.csv" table="t"/>"#,
+                                      files: ["csv/t.csv": "id,v\n1,\(value == "\"\"" ? "\"\"" : "\"\(value)\"")\n"])
+            let failure = try XCTUnwrap(try migrate(project).failure, type + " " + value)
+            XCTAssertEqual(failure.line, 2, value)
+            XCTAssertTrue(failure.message.contains("column 'v'"), failure.message)
+            XCTAssertTrue(failure.message.contains(message), "\(failure.message) should contain \(message)")
+            XCTAssertTrue(failure.description.contains("csv/t.csv:2: column 'v'"), failure.description)
+            XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM t", as: Int.self), 0)
+        }
+    }
+
+    func testNullVersusEmptyAndNullToken() throws {
+        let project = try project(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, n INTEGER);",
+                                  seeds: #"<seed file="csv/t.csv" table="t" null="\N"/>"#,
+                                  files: ["csv/t.csv": "id,s,n\n1,,\n2,\"\",\\N\n3,\\N,5\n4,\"\\N\",\n"])
+        XCTAssertNil(try migrate(project).failure)
+        XCTAssertEqual(try values(project, "SELECT s, n FROM t ORDER BY id"),
+                       [[.null, .null], [.text(""), .null], [.null, .integer(5)], [.text("\\N"), .null]])
+    }
+
+    func testNotNullColumnGetsAClearErrorInsteadOfASilentDefault() throws {
+        let project = try project(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL DEFAULT 'x');",
+                                  seeds: #"<seed file="csv/t.csv" table="t" mode="replace"/>"#,
+                                  files: ["csv/t.csv": "id,name\n1,a\n2,\n"])
+        let failure = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertEqual(failure.line, 3)
+        XCTAssertTrue(failure.message.contains("column 'name' is NOT NULL"), failure.message)
+    }
+
+    func testUnknownHeaderColumnsListTheTablesColumnsAndAbsentColumnsTakeDefaults() throws {
+        let bad = try project(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, kind TEXT DEFAULT 'book');",
+                              seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": "id,nmae,colour\n1,a,red\n"])
+        let failure = try XCTUnwrap(try migrate(bad).failure)
+        XCTAssertEqual(failure.line, 1)
+        XCTAssertTrue(failure.message.contains("nmae, colour"), failure.message)
+        XCTAssertTrue(failure.message.contains("(the table has: id, name, kind)"), failure.message)
+
+        let good = try project(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, kind TEXT DEFAULT 'book');",
+                               seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": "ID,Name\n1,a\n"])
+        XCTAssertNil(try migrate(good).failure)
+        XCTAssertEqual(try values(good, "SELECT * FROM t"), [[.integer(1), .text("a"), .text("book")]])
+    }
+
+    func testFieldCountMismatchAndMissingTable() throws {
+        let project = try project(schema: "CREATE TABLE t (a, b);", seeds: #"<seed file="csv/t.csv" table="t"/><seed file="csv/u.csv" table="nope"/>"#,
+                                  files: ["csv/t.csv": "a,b\n1,2\n\n3\n", "csv/u.csv": "a\n1\n"])
+        let failure = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertEqual(failure.line, 4)
+        XCTAssertTrue(failure.message.contains("expected 2 fields as in the header, found 1"), failure.message)
+        try project.file("csv/t.csv", "a,b\n1,2\n")
+        let missing = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertTrue(missing.message.contains("table 'nope' does not exist"), missing.message)
+    }
+
+    func testInsertModeConflictNamesTheRow() throws {
+        let project = try project(schema: "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER); INSERT INTO t VALUES ('b', 0);",
+                                  seeds: #"<seed file="csv/t.csv" table="t" key="code"/>"#,
+                                  files: ["csv/t.csv": "code,v\na,1\nb,2\n"])
+        let failure = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertEqual(failure.line, 3)
+        XCTAssertTrue(failure.message.contains("row rejected (code = 'b')"), failure.message)
+        XCTAssertTrue(failure.message.contains("UNIQUE constraint failed"), failure.message)
+        XCTAssertEqual(try values(project, "SELECT * FROM t"), [[.text("b"), .integer(0)]], "the table is as before")
+    }
+
+    func testIgnoreUpsertReplaceAndSyncModes() throws {
+        let schema = "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER, extra TEXT DEFAULT 'kept'); INSERT INTO t VALUES ('a', 0, 'old'), ('z', 9, 'old');"
+        let file = ["csv/t.csv": "code,v\na,1\nb,2\n"]
+        let expectations: [(String, [[DatabaseValue]])] = [
+            (#"mode="ignore" key="code""#, [[.text("a"), .integer(0), .text("old")], [.text("b"), .integer(2), .text("kept")], [.text("z"), .integer(9), .text("old")]]),
+            (#"mode="ignore""#, [[.text("a"), .integer(0), .text("old")], [.text("b"), .integer(2), .text("kept")], [.text("z"), .integer(9), .text("old")]]),
+            (#"mode="upsert" key="code""#, [[.text("a"), .integer(1), .text("old")], [.text("b"), .integer(2), .text("kept")], [.text("z"), .integer(9), .text("old")]]),
+            (#"mode="replace""#, [[.text("a"), .integer(1), .text("kept")], [.text("b"), .integer(2), .text("kept")], [.text("z"), .integer(9), .text("old")]]),
+            (#"mode="sync" key="code""#, [[.text("a"), .integer(1), .text("old")], [.text("b"), .integer(2), .text("kept")]]),
+        ]
+        for (attributes, expected) in expectations {
+            let project = try project(schema: schema, seeds: #"<seed file="csv/t.csv" table="t" \#(attributes)/>"#, files: file)
+            let report = try migrate(project)
+            XCTAssertNil(report.failure, "\(attributes): \(String(describing: report.failure))")
+            XCTAssertEqual(try values(project, "SELECT * FROM t ORDER BY code"), expected, attributes)
+        }
+    }
+
+    func testSyncWithCompositeKey() throws {
+        let project = try project(schema: """
+            CREATE TABLE t (a INTEGER, b TEXT, v, PRIMARY KEY (a, b));
+            INSERT INTO t VALUES (1, 'x', 'old'), (1, 'y', 'old'), (2, 'x', 'old');
+            """, seeds: #"<seed file="csv/t.csv" table="t" mode="sync" key="a, b"/>"#, files: ["csv/t.csv": "a,b,v\n1,x,new\n2,z,new\n"])
+        XCTAssertNil(try migrate(project).failure)
+        XCTAssertEqual(try values(project, "SELECT * FROM t ORDER BY a, b"),
+                       [[.integer(1), .text("x"), .text("new")], [.integer(2), .text("z"), .text("new")]])
+    }
+
+    func testUpsertKeyWithoutUniqueIndexIsAClearError() throws {
+        let project = try project(schema: "CREATE TABLE t (code TEXT, v INTEGER);",
+                                  seeds: #"<seed file="csv/t.csv" table="t" mode="upsert" key="code"/>"#, files: ["csv/t.csv": "code,v\na,1\n"])
+        let failure = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertTrue(failure.message.contains("must be the primary key or have a UNIQUE index"), failure.message)
+    }
+
+    func testBadValueOnRow50000LeavesTheTableUntouched() throws {
+        var csv = "id,v\n"
+        for i in 1...60_000 { csv += i == 50_000 ? "\(i),oops\n" : "\(i),\(i * 2)\n" }
+        let project = try project(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER); INSERT INTO t VALUES (0, 0);",
+                                  seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": csv])
+        let failure = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertEqual(failure.line, 50_001)
+        XCTAssertTrue(failure.message.contains("'oops' is not an integer"), failure.message)
+        XCTAssertEqual(try values(project, "SELECT * FROM t"), [[.integer(0), .integer(0)]])
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM strata_history WHERE kind = 'seed'", as: Int.self), 0)
+    }
+
+    func testContextsSelectSeeds() throws {
+        let project = try project(schema: "CREATE TABLE t (v TEXT);", seeds: """
+            <seed file="csv/always.csv" table="t"/>
+            <seed file="csv/dev.csv" table="t" context="dev"/>
+            <seed file="csv/test.csv" table="t" context="test, ci"/>
+            """, files: ["csv/always.csv": "v\nalways\n", "csv/dev.csv": "v\ndev\n", "csv/test.csv": "v\ntest\n"])
+        XCTAssertEqual(try migrate(project).applied.map(\.id), ["1_schema.sql", "always.csv"])
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .skipped, .skipped])
+        XCTAssertEqual(try migrate(project, MigrationOptions(contexts: ["ci", "dev"])).applied.map(\.id), ["dev.csv", "test.csv"])
+        XCTAssertEqual(try values(project, "SELECT v FROM t ORDER BY rowid"), [[.text("always")], [.text("dev")], [.text("test")]])
+    }
+
+    func testChangedSeedIsDriftUnlessReapply() throws {
+        let project = try project(schema: "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER);", seeds: """
+            <seed file="csv/fixed.csv" table="t"/>
+            <seed file="csv/ref.csv" table="t" mode="sync" key="code" onChange="reapply"/>
+            """, files: ["csv/fixed.csv": "code,v\nf,1\n", "csv/ref.csv": "code,v\na,1\nb,2\n"])
+        XCTAssertEqual(try migrate(project).applied.count, 3)
+        XCTAssertEqual(try migrate(project).applied.count, 0, "applied seeds are skipped")
+
+        try project.file("csv/ref.csv", "code,v\na,10\nf,1\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .changed])
+        let report = try migrate(project)
+        XCTAssertEqual(report.applied.map(\.id), ["ref.csv"])
+        XCTAssertEqual(report.applied.first?.reason, .reapply)
+        XCTAssertEqual(try values(project, "SELECT * FROM t ORDER BY code"), [[.text("a"), .integer(10)], [.text("f"), .integer(1)]])
+
+        try project.file("csv/fixed.csv", "code,v\nf,2\n")
+        let error = assertThrows(MigrationError.self) { try migrate(project) }
+        XCTAssertTrue(error?.description.contains("fixed.csv has changed") ?? false, "\(String(describing: error))")
+    }
+
+    func testSeedAfterAMigrationRunsRightAfterIt() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="t" after="1_a.sql"/></seeds></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE t (v);", "sql/2_b.sql": "CREATE TABLE copy AS SELECT * FROM t;",
+                         "csv/t.csv": "v\nx\n"])
+        XCTAssertEqual(try migrate(project).applied.map(\.id), ["1_a.sql", "t.csv", "2_b.sql"])
+        XCTAssertEqual(try values(project, "SELECT * FROM copy"), [[.text("x")]])
+    }
+
+    func testSeedOnlyRunRefusesWhileMigrationsArePending() throws {
+        let project = try project(schema: "CREATE TABLE t (v);", seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": "v\nx\n"])
+        let error = assertThrows(MigrationError.self) { try migrate(project, MigrationOptions(includeMigrations: false)) }
+        XCTAssertTrue(error?.description.contains("run 'strata migrate' first") ?? false)
+        _ = try migrate(project, MigrationOptions(includeSeeds: false))
+        XCTAssertEqual(try migrate(project, MigrationOptions(includeMigrations: false)).applied.map(\.id), ["t.csv"])
+    }
+
+    func testLargeFileStreamsInConstantMemory() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let url = dir.appendingPathComponent("big.csv")
+        XCTAssertTrue(FileManager.default.createFile(atPath: url.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.write(contentsOf: Data("id,text\n".utf8))
+        var chunk = ""
+        for i in 0..<400_000 {
+            chunk += "\(i),\"some text, with a comma and \"\"quotes\"\" padding padding\"\n"
+            if i % 50_000 == 49_999 { try handle.write(contentsOf: Data(chunk.utf8)); chunk = "" }
+        }
+        try handle.close()
+        let size = try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int ?? 0
+        XCTAssertGreaterThan(size, 20_000_000)
+        let reader = try CSVReader(path: url.path)
+        var records = 0
+        while try reader.readRecord() { records += 1 }
+        XCTAssertEqual(records, 400_001)
+        XCTAssertEqual(reader.bufferCapacity, 2 * CSVReader.chunkSize, "the buffer never grew with the file")
+    }
+
+    func testPlanAndStatusShowSeedRowCounts() throws {
+        let project = try project(schema: "CREATE TABLE t (v);", seeds: #"<seed file="csv/t.csv" table="t"/>"#,
+                                  files: ["csv/t.csv": "v\n\"a\nb\"\nc\n"])
+        XCTAssertEqual(try project.migrator().plan().steps.last?.rowCount, 2)
+        _ = try migrate(project)
+        XCTAssertEqual(try project.migrator().status().last?.record?.rowCount, 2)
+        let result = try project.strata(["status"])
+        XCTAssertTrue(result.stdout.contains("2 rows"), result.stdout)
+    }
+}
