@@ -1,1 +1,93 @@
-print("bench")
+import Foundation
+import Strata
+
+// strata-bench: performance figures measured against a reference in the same run.
+//   swift run -c release strata-bench seed [--rows N] [--quick]
+//   swift run -c release strata-bench decode [--rows N]
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch arguments.first {
+    case "seed":
+        try SeedBenchmark(arguments: Array(arguments.dropFirst())).run()
+    case "seed-child":
+        // Internal: loads one seed in a child process so its peak memory is measured alone.
+        guard arguments.count == 2 else { throw BenchError("usage: strata-bench seed-child DIR") }
+        try SeedBenchmark.child(directory: arguments[1])
+    case "seed-prepare":
+        // Internal: writes the benchmark's manifest and CSV into DIR (for profiling the child alone).
+        guard arguments.count == 3, let rows = Int(arguments[2]) else { throw BenchError("usage: strata-bench seed-prepare DIR ROWS") }
+        _ = try SeedBenchmark.prepare(directory: URL(fileURLWithPath: arguments[1]), rows: rows)
+    case "decode":
+        try DecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
+    default:
+        print("usage: strata-bench seed [--rows N] [--quick] | decode [--rows N]")
+        exit(2)
+    }
+} catch {
+    FileHandle.standardError.write(Data("strata-bench: \(error)\n".utf8))
+    exit(1)
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+func option(_ name: String, in arguments: [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+func format(_ value: Double, _ digits: Int = 2) -> String {
+    String(format: "%.\(digits)f", value)
+}
+
+func grouped(_ value: Int) -> String {
+    let formatter = NumberFormatter()
+    formatter.numberStyle = .decimal
+    formatter.groupingSeparator = ","
+    return formatter.string(from: NSNumber(value: value)) ?? String(value)
+}
+
+/// Runs a program, waits with wait4, and returns wall time and the child's own peak RSS in bytes.
+func spawn(_ path: String, _ arguments: [String], stdin: String? = nil) throws -> (seconds: Double, peakBytes: Int, output: String) {
+    var inPipe: [Int32] = [0, 0], outPipe: [Int32] = [0, 0]
+    guard pipe(&inPipe) == 0, pipe(&outPipe) == 0 else { throw BenchError("pipe failed") }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+    posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+    posix_spawn_file_actions_addclose(&actions, inPipe[1])
+    posix_spawn_file_actions_addclose(&actions, outPipe[0])
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let start = ContinuousClock.now
+    let code = posix_spawn(&pid, path, &actions, nil, argv, environ)
+    posix_spawn_file_actions_destroy(&actions)
+    close(inPipe[0]); close(outPipe[1])
+    guard code == 0 else { throw BenchError("cannot start \(path): \(String(cString: strerror(code)))") }
+    if let stdin { _ = stdin.utf8CString.withUnsafeBufferPointer { write(inPipe[1], $0.baseAddress, $0.count - 1) } }
+    close(inPipe[1])
+    var output = Data()
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = read(outPipe[0], &buffer, buffer.count)
+        if count <= 0 { break }
+        output.append(buffer, count: count)
+    }
+    close(outPipe[0])
+    var status: Int32 = 0
+    var usage = rusage()
+    wait4(pid, &status, 0, &usage)
+    let elapsed = seconds(ContinuousClock.now - start)
+    guard status == 0 else { throw BenchError("\(path) \(arguments.joined(separator: " ")) failed (status \(status)): \(String(decoding: output, as: UTF8.self))") }
+    return (elapsed, Int(usage.ru_maxrss) * 1024, String(decoding: output, as: UTF8.self))
+}
+
+func megabytes(_ bytes: Int) -> String { format(Double(bytes) / 1_048_576, 1) + " MB" }

@@ -61,7 +61,8 @@ final class NormalizingHasher {
     private var atStart = true
     private var pendingBOM: [UInt8] = []
     private var lastWasCR = false
-    private var buffer: [UInt8] = []
+    private var scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+    private var scratchCapacity = 1
 
     init() throws {
         guard let context = EVP_MD_CTX_new() else { throw ChecksumError(message: "libcrypto could not allocate a digest") }
@@ -72,7 +73,10 @@ final class NormalizingHasher {
         self.context = context
     }
 
-    deinit { EVP_MD_CTX_free(context) }
+    deinit {
+        EVP_MD_CTX_free(context)
+        scratch.deallocate()
+    }
 
     func update(_ input: UnsafeBufferPointer<UInt8>) {
         var bytes = input[...]
@@ -100,17 +104,39 @@ final class NormalizingHasher {
     }
 
     private func feed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) {
-        buffer.removeAll(keepingCapacity: true)
-        for byte in bytes {
+        let input = UnsafeBufferPointer(rebasing: bytes)
+        guard let base = input.baseAddress, !input.isEmpty else { return }
+        let count = input.count
+        // Fast path: no CR anywhere in the chunk means nothing to normalise.
+        if memchr(base, 0x0D, count) == nil && !(lastWasCR && base[0] == 0x0A) {
+            _ = EVP_DigestUpdate(context, base, count)
+            lastWasCR = false
+            return
+        }
+        if scratchCapacity < count {
+            scratch.deallocate()
+            scratch = .allocate(capacity: count)
+            scratchCapacity = count
+        }
+        let out = scratch
+        var written = 0
+        var previousWasCR = lastWasCR
+        for index in 0..<count {
+            let byte = base[index]
             if byte == 0x0D {
-                buffer.append(0x0A)
-                lastWasCR = true
+                out[written] = 0x0A
+                written += 1
+                previousWasCR = true
             } else {
-                if !(byte == 0x0A && lastWasCR) { buffer.append(byte) }
-                lastWasCR = false
+                if !(byte == 0x0A && previousWasCR) {
+                    out[written] = byte
+                    written += 1
+                }
+                previousWasCR = false
             }
         }
-        buffer.withUnsafeBufferPointer { _ = EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+        lastWasCR = previousWasCR
+        _ = EVP_DigestUpdate(context, out, written)
     }
 
     func finish() throws -> String {

@@ -72,6 +72,11 @@ public struct Migrator {
 
     /// What `migrate` would do with these options, writing nothing.
     public func plan(_ options: MigrationOptions = MigrationOptions()) throws -> MigrationPlan {
+        try plan(options, countingRows: true)
+    }
+
+    /// `migrate` skips counting seed rows: that would read every pending CSV file once more.
+    private func plan(_ options: MigrationOptions, countingRows: Bool) throws -> MigrationPlan {
         let statuses = try status(options)
         var refusals = refusals(for: statuses, options)
         let lastApplied = statuses.filter { $0.kind == .migration && ($0.state == .applied || $0.state == .drifted) }
@@ -98,7 +103,7 @@ public struct Migrator {
                         message: "seed \(seed.id) runs after migration \(pendingMigration), which is pending; run 'strata migrate' first"))
                 }
                 steps.append(PlannedStep(step: step, reason: status.state == .changed ? .reapply : .pending,
-                                         rowCount: try? SeedLoader.countRows(seed)))
+                                         rowCount: countingRows ? try? SeedLoader.countRows(seed) : nil))
             }
         }
         let pendingIDs = Set(steps.map(\.step.id))
@@ -138,7 +143,7 @@ public struct Migrator {
     /// `MigrationError.refused` before anything runs; a failing step is returned in `MigrationReport.failure`.
     public func migrate(_ options: MigrationOptions = MigrationOptions(),
                         progress: ((MigrationEvent) -> Void)? = nil) throws -> MigrationReport {
-        let plan = try plan(options)
+        let plan = try plan(options, countingRows: false)
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
         var report = MigrationReport()
         for planned in plan.steps {

@@ -10,6 +10,29 @@ public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(file):\(line):\(column): \(message)" }
 }
 
+/// Where one field lies in the reader's buffer.
+struct FieldSlot {
+    var start: Int
+    var end: Int
+    var isQuoted: Bool
+    var hasEscapedQuotes: Bool
+}
+
+/// The current record as plain pointers, so hot loops read fields without touching the reader's stored
+/// properties (each such access costs a dynamic exclusivity check). Valid until the next `readRecord()`.
+struct CSVRecord {
+    let buffer: UnsafeMutablePointer<UInt8>
+    let slots: UnsafeMutablePointer<FieldSlot>
+    let count: Int
+
+    @inline(__always)
+    func field(_ index: Int) -> CSVField {
+        let slot = slots[index]
+        return CSVField(bytes: UnsafeBufferPointer(start: buffer + slot.start, count: slot.end - slot.start),
+                        isQuoted: slot.isQuoted, hasEscapedQuotes: slot.hasEscapedQuotes)
+    }
+}
+
 /// One field of the current record; valid until the next `readRecord()`.
 struct CSVField {
     let bytes: UnsafeBufferPointer<UInt8>
@@ -45,18 +68,22 @@ final class CSVReader {
     private var nextLine = 1
     /// Physical line where the current record starts.
     private(set) var recordLine = 0
+    /// Byte offset in the file where the current record starts.
+    private(set) var recordOffset = 0
 
-    private var starts: [Int] = []
-    private var ends: [Int] = []
-    private var quoted: [Bool] = []
-    private var escaped: [Bool] = []
-    private(set) var fieldCount = 0
+    private var slots: UnsafeMutablePointer<FieldSlot>
+    private var slotCapacity = 64
+    /// The fields of the record last read.
+    private(set) var record: CSVRecord
+    var fieldCount: Int { record.count }
     private var scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
     private var scratchCapacity = 256
     private let hasher: NormalizingHasher?
 
     /// Opens `path`; when `hashing`, every byte read also feeds the migration checksum (see `checksum()`).
-    init(path: String, displayName: String? = nil, delimiter: UInt8 = UInt8(ascii: ","), hashing: Bool = false) throws {
+    /// `offset` and `line` start reading mid-file at a record boundary found by an earlier reader.
+    init(path: String, displayName: String? = nil, delimiter: UInt8 = UInt8(ascii: ","), hashing: Bool = false,
+         offset: Int = 0, line: Int = 1) throws {
         self.path = path
         self.displayName = displayName ?? path
         self.delimiter = delimiter
@@ -67,12 +94,16 @@ final class CSVReader {
         }
         var info = stat()
         totalBytes = fstat(descriptor, &info) == 0 ? Int(info.st_size) : 0
+        if offset > 0 {
+            lseek(descriptor, off_t(offset), SEEK_SET)
+            bufferOffset = offset
+            atFileStart = false
+            nextLine = line
+        }
         capacity = Self.chunkSize * 2
         buffer = .allocate(capacity: capacity)
-        starts.reserveCapacity(64)
-        ends.reserveCapacity(64)
-        quoted.reserveCapacity(64)
-        escaped.reserveCapacity(64)
+        slots = .allocate(capacity: slotCapacity)
+        record = CSVRecord(buffer: buffer, slots: slots, count: 0)
         hasher = hashing ? try NormalizingHasher() : nil
     }
 
@@ -80,6 +111,7 @@ final class CSVReader {
         close(descriptor)
         buffer.deallocate()
         scratch.deallocate()
+        slots.deallocate()
     }
 
     /// Bytes of the file consumed so far.
@@ -90,11 +122,7 @@ final class CSVReader {
         try hasher?.finish()
     }
 
-    @inline(__always)
-    func field(_ index: Int) -> CSVField {
-        CSVField(bytes: UnsafeBufferPointer(start: buffer + starts[index], count: ends[index] - starts[index]),
-                 isQuoted: quoted[index], hasEscapedQuotes: escaped[index])
-    }
+    func field(_ index: Int) -> CSVField { record.field(index) }
 
     /// The field's text with doubled quotes undone; valid until the next call.
     func text(of field: CSVField) -> UnsafeBufferPointer<UInt8> {
@@ -130,9 +158,11 @@ final class CSVReader {
             }
             if position >= dataEnd && endOfFile { return false }
             switch try parseRecord() {
-            case .record(let end, let lines):
+            case .record(let end, let lines, let count):
+                record = CSVRecord(buffer: buffer, slots: slots, count: count)
                 try validateUTF8(from: position, to: end)
                 recordLine = nextLine
+                recordOffset = bufferOffset + position
                 nextLine += lines
                 position = end
                 return true
@@ -143,7 +173,7 @@ final class CSVReader {
     }
 
     private enum ParseResult {
-        case record(end: Int, lines: Int)
+        case record(end: Int, lines: Int, fields: Int)
         case needMore
     }
 
@@ -154,9 +184,28 @@ final class CSVReader {
         let delimiter = self.delimiter
         let buffer = self.buffer
         let dataEnd = self.dataEnd
+        let endOfFile = self.endOfFile
         var p = position
         var lines = 0
-        fieldCount = 0
+        var count = 0
+        var slots = self.slots
+        var capacity = slotCapacity
+        defer {
+            self.slots = slots
+            slotCapacity = capacity
+        }
+
+        func append(start: Int, end: Int, quoted: Bool, escaped: Bool) {
+            if count == capacity {
+                let larger = UnsafeMutablePointer<FieldSlot>.allocate(capacity: capacity * 2)
+                larger.moveInitialize(from: slots, count: count)
+                slots.deallocate()
+                slots = larger
+                capacity *= 2
+            }
+            (slots + count).initialize(to: FieldSlot(start: start, end: end, isQuoted: quoted, hasEscapedQuotes: escaped))
+            count += 1
+        }
 
         /// Where a record ends after a line break at `p`, or nil when more data is needed to know.
         func lineEnd(at p: Int) -> Int? {
@@ -193,14 +242,14 @@ final class CSVReader {
                 append(start: contentStart, end: q, quoted: true, escaped: hasEscapes)
                 p = q + 1
                 guard p < dataEnd else {
-                    if endOfFile { return .record(end: p, lines: lines + 1) }
+                    if endOfFile { return .record(end: p, lines: lines + 1, fields: count) }
                     return .needMore
                 }
                 let next = buffer[p]
                 if next == delimiter { p += 1; continue }
                 if next == lf || next == cr {
                     guard let end = lineEnd(at: p) else { return .needMore }
-                    return .record(end: end, lines: lines + 1)
+                    return .record(end: end, lines: lines + 1, fields: count)
                 }
                 throw error(at: p, "unexpected character after a closing quote (a quote inside a quoted field must be doubled)")
             } else {
@@ -214,30 +263,14 @@ final class CSVReader {
                 guard q < dataEnd else {
                     guard endOfFile else { return .needMore }
                     append(start: p, end: q, quoted: false, escaped: false)
-                    return .record(end: q, lines: lines + 1)
+                    return .record(end: q, lines: lines + 1, fields: count)
                 }
                 append(start: p, end: q, quoted: false, escaped: false)
                 if buffer[q] == delimiter { p = q + 1; continue }
                 guard let end = lineEnd(at: q) else { return .needMore }
-                return .record(end: end, lines: lines + 1)
+                return .record(end: end, lines: lines + 1, fields: count)
             }
         }
-    }
-
-    @inline(__always)
-    private func append(start: Int, end: Int, quoted isQuoted: Bool, escaped hasEscapes: Bool) {
-        if fieldCount < starts.count {
-            starts[fieldCount] = start
-            ends[fieldCount] = end
-            quoted[fieldCount] = isQuoted
-            escaped[fieldCount] = hasEscapes
-        } else {
-            starts.append(start)
-            ends.append(end)
-            quoted.append(isQuoted)
-            escaped.append(hasEscapes)
-        }
-        fieldCount += 1
     }
 
     /// Moves the unparsed tail to the front and reads more; grows the buffer only for a record larger than it.
@@ -273,6 +306,7 @@ final class CSVReader {
     }
 
     private func validateUTF8(from start: Int, to end: Int) throws {
+        let buffer = self.buffer
         var i = start
         // Fast path: ASCII eight bytes at a time.
         while i + 8 <= end {

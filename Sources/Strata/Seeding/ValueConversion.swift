@@ -1,11 +1,18 @@
 import Foundation
 
-/// How one CSV column's text becomes a bound SQL value.
+/// How blob fields are written in CSV.
+enum BlobFormat: Equatable {
+    /// `\x…` is hex, anything else base64.
+    case automatic, hex, base64
+}
+
+/// How one CSV column's text becomes a bound SQL value. A trivial enum, so the per-field switch costs no
+/// reference counting.
 enum ValueKind: Equatable {
     case integer, real, numeric, text, boolean
     /// Text stored as written (a column declared without a type).
     case untyped
-    case blob(format: String?)
+    case blob(BlobFormat)
     case date(inputUnix: Bool, storage: SeedColumn.DateStorage)
     case datetime(inputUnix: Bool, storage: SeedColumn.DateStorage)
 
@@ -18,7 +25,7 @@ enum ValueKind: Equatable {
             case .integer: self = .integer
             case .real: self = .real
             case .text: self = .text
-            case .blob: self = .blob(format: column?.format)
+            case .blob: self = .blob(column?.format == "hex" ? .hex : column?.format == "base64" ? .base64 : .automatic)
             case .boolean: self = .boolean
             case .date: self = .date(inputUnix: inputUnix, storage: storage)
             case .datetime: self = .datetime(inputUnix: inputUnix, storage: storage)
@@ -37,7 +44,7 @@ enum ValueKind: Equatable {
         case .real: self = .real
         case .numeric: self = .numeric
         case .text: self = .text
-        case .blob: self = declared.isEmpty ? .untyped : .blob(format: nil)
+        case .blob: self = declared.isEmpty ? .untyped : .blob(.automatic)
         }
     }
 
@@ -48,7 +55,7 @@ enum ValueKind: Equatable {
         case .numeric: "a number"
         case .text, .untyped: "text"
         case .boolean: "a boolean (1/0, true/false, yes/no, t/f)"
-        case .blob(let format): format == "hex" ? "hex bytes" : format == "base64" ? "base64 bytes" : "bytes (\\x… hex or base64)"
+        case .blob(let format): format == .hex ? "hex bytes" : format == .base64 ? "base64 bytes" : "bytes (\\x… hex or base64)"
         case .date(let unix, _): unix ? "unix seconds" : "an ISO-8601 date (YYYY-MM-DD)"
         case .datetime(let unix, _): unix ? "unix seconds" : "an ISO-8601 datetime (e.g. 2010-12-01T21:35:43+0900)"
         }
@@ -150,9 +157,9 @@ enum FieldParser {
         }
     }
 
-    static func blob(_ bytes: UnsafeBufferPointer<UInt8>, format: String?) -> [UInt8]? {
+    static func blob(_ bytes: UnsafeBufferPointer<UInt8>, format: BlobFormat) -> [UInt8]? {
         let hasHexPrefix = bytes.count >= 2 && bytes[0] == UInt8(ascii: "\\") && (bytes[1] == UInt8(ascii: "x") || bytes[1] == UInt8(ascii: "X"))
-        if format == "hex" || (format == nil && hasHexPrefix) {
+        if format == .hex || (format == .automatic && hasHexPrefix) {
             let digits = hasHexPrefix ? UnsafeBufferPointer(rebasing: bytes[2...]) : bytes
             guard digits.count % 2 == 0 else { return nil }
             var result: [UInt8] = []
@@ -165,7 +172,7 @@ enum FieldParser {
             }
             return result
         }
-        guard format == nil || format == "base64" else { return nil }
+        guard format != .hex else { return nil }
         return Data(base64Encoded: Data(bytes)).map { [UInt8]($0) }
     }
 

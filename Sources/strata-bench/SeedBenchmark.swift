@@ -1,0 +1,111 @@
+import Foundation
+import Strata
+
+/// Loads a generated 7-column CSV with Strata and with `sqlite3 .import` into the same schema.
+struct SeedBenchmark {
+    static let schema = """
+        CREATE TABLE items (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL, quantity INTEGER, active BOOLEAN,
+            price REAL, day DATE, note TEXT
+        );
+        """
+
+    let rows: Int
+    let quick: Bool
+
+    init(arguments: [String]) throws {
+        rows = Int(option("--rows", in: arguments) ?? "1000000") ?? 1_000_000
+        quick = arguments.contains("--quick")
+    }
+
+    func run() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let size = try Self.prepare(directory: directory, rows: rows)
+        print("seed benchmark: \(grouped(rows)) rows, 7 columns, \(megabytes(size)) CSV (typed conversion on)")
+
+        let strata = try spawn(CommandLine.arguments[0], ["seed-child", directory.path])
+        let sqlite = try spawn("/usr/bin/env", ["sqlite3", directory.appendingPathComponent("import.sqlite").path], stdin: """
+            \(Self.schema)
+            .mode csv
+            .import --skip 1 \(directory.appendingPathComponent("csv/items.csv").path) items
+            SELECT count(*) FROM items;
+            """)
+        let loadedByStrata = try Database(path: directory.appendingPathComponent("strata.sqlite").path)
+            .scalar("SELECT count(*) FROM items", as: Int.self) ?? 0
+        let loadedBySQLite = Int(sqlite.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        guard loadedByStrata == rows, loadedBySQLite == rows else {
+            throw BenchError("row counts differ: strata \(loadedByStrata), sqlite3 \(loadedBySQLite), expected \(rows)")
+        }
+        print("  strata migrate (seed)  \(format(strata.seconds)) s  \(grouped(Int(Double(rows) / strata.seconds))) rows/s  peak RSS \(megabytes(strata.peakBytes))")
+        print("  sqlite3 .import        \(format(sqlite.seconds)) s  \(grouped(Int(Double(rows) / sqlite.seconds))) rows/s  peak RSS \(megabytes(sqlite.peakBytes))")
+        let bare = try BareInsert.run(BareInsert.items(rows), path: directory.appendingPathComponent("bare.sqlite").path,
+                                      schema: Self.schema)
+        print("  bare prepared inserts  \(format(bare)) s  (pre-parsed values, raw C API: the floor for any SQLite loader)")
+        print("  ratio                  strata is \(format(sqlite.seconds / strata.seconds))x as fast as sqlite3 .import (target: 2x)")
+
+        guard !quick else { return }
+        let larger = directory.appendingPathComponent("larger")
+        try FileManager.default.createDirectory(at: larger, withIntermediateDirectories: true)
+        let largerSize = try Self.prepare(directory: larger, rows: rows * 5)
+        let big = try spawn(CommandLine.arguments[0], ["seed-child", larger.path])
+        print("  5x file (\(grouped(rows * 5)) rows, \(megabytes(largerSize))): strata \(format(big.seconds)) s, peak RSS \(megabytes(big.peakBytes)) (vs \(megabytes(strata.peakBytes)) for 1x)")
+    }
+
+    /// Writes the manifest, migration and CSV; returns the CSV size in bytes.
+    static func prepare(directory: URL, rows: Int) throws -> Int {
+        let fm = FileManager.default
+        try fm.createDirectory(at: directory.appendingPathComponent("sql"), withIntermediateDirectories: true)
+        try fm.createDirectory(at: directory.appendingPathComponent("csv"), withIntermediateDirectories: true)
+        try Data(schema.utf8).write(to: directory.appendingPathComponent("sql/001_items.sql"))
+        try Data("""
+            <manifest version="1"><database path="strata.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/items.csv" table="items"/></seeds></manifest>
+            """.utf8).write(to: directory.appendingPathComponent("manifest.xml"))
+        let path = directory.appendingPathComponent("csv/items.csv").path
+        guard fm.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            throw BenchError("cannot create \(path)")
+        }
+        defer { try? handle.close() }
+        var out = Data("id,name,quantity,active,price,day,note\n".utf8)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 33
+        }
+        let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+        var size = out.count
+        for id in 1...rows {
+            let r = next()
+            let name = words[Int(r % 10)] + " " + words[Int((r >> 4) % 10)]
+            let quantity = Int(r % 10_000)
+            let active = r & 1 == 0 ? "true" : "false"
+            let price = "\(r % 100_000 / 100).\(String(format: "%02d", r % 100))"
+            let day = ISO8601.format(seconds: Int64(r % 20_000) * 86_400, includeTime: false)
+            let note: String
+            switch id % 10 {
+            case 0: note = "\"a note, with a comma and \"\"quotes\"\"\nand a second line\""
+            case 5: note = ""
+            default: note = "note \(words[Int((r >> 8) % 10)])"
+            }
+            out.append(contentsOf: "\(id),\(name),\(quantity),\(active),\(price),\(day),\(note)\n".utf8)
+            if out.count > 1 << 20 {
+                size += out.count
+                handle.write(out)
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        size += out.count
+        handle.write(out)
+        return size - "id,name,quantity,active,price,day,note\n".utf8.count + 39
+    }
+
+    /// The child process: one `migrate`, as `strata migrate` would run it.
+    static func child(directory: String) throws {
+        let manifest = try Manifest.load(path: directory + "/manifest.xml")
+        let database = try Database(path: directory + "/strata.sqlite")
+        let report = try Migrator(manifest: manifest, database: database).migrate()
+        if let failure = report.failure { throw BenchError("\(failure)") }
+    }
+}
