@@ -54,7 +54,49 @@ func grouped(_ value: Int) -> String {
     return formatter.string(from: NSNumber(value: value)) ?? String(value)
 }
 
-/// Runs a program, waits with wait4, and returns wall time and the child's own peak RSS in bytes.
+/// The high-water RSS of a running process, from /proc; nil once it has exited.
+func highWaterRSS(of pid: pid_t) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    else { return nil }
+    return kilobytes * 1024
+}
+
+/// Polls a child's VmHWM until it exits. wait4's ru_maxrss would not do: after posix_spawn it starts from the
+/// parent's resident size, so a child of a large parent looks large.
+final class PeakWatcher: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last: Int?
+    private let pid: pid_t
+    private var done = false
+
+    init(pid: pid_t) {
+        self.pid = pid
+        Thread.detachNewThread { [self] in
+            while true {
+                lock.lock()
+                let stop = done
+                lock.unlock()
+                if stop { break }
+                if let value = highWaterRSS(of: pid) {
+                    lock.lock(); last = value; lock.unlock()
+                }
+                usleep(5_000)
+            }
+        }
+    }
+
+    /// The last VmHWM seen; call before reaping the child.
+    func finish() -> Int? {
+        if let value = highWaterRSS(of: pid) { lock.lock(); last = value; lock.unlock() }
+        lock.lock(); defer { lock.unlock() }
+        done = true
+        return last
+    }
+}
+
+/// Runs a program, waits for it, and returns wall time and the child's own peak RSS in bytes.
 func spawn(_ path: String, _ arguments: [String], stdin: String? = nil) throws -> (seconds: Double, peakBytes: Int, output: String) {
     var inPipe: [Int32] = [0, 0], outPipe: [Int32] = [0, 0]
     guard pipe(&inPipe) == 0, pipe(&outPipe) == 0 else { throw BenchError("pipe failed") }
@@ -72,6 +114,7 @@ func spawn(_ path: String, _ arguments: [String], stdin: String? = nil) throws -
     posix_spawn_file_actions_destroy(&actions)
     close(inPipe[0]); close(outPipe[1])
     guard code == 0 else { throw BenchError("cannot start \(path): \(String(cString: strerror(code)))") }
+    let watcher = PeakWatcher(pid: pid)
     if let stdin { _ = stdin.utf8CString.withUnsafeBufferPointer { write(inPipe[1], $0.baseAddress, $0.count - 1) } }
     close(inPipe[1])
     var output = Data()
@@ -82,12 +125,16 @@ func spawn(_ path: String, _ arguments: [String], stdin: String? = nil) throws -
         output.append(buffer, count: count)
     }
     close(outPipe[0])
+    // A zombie keeps its /proc entry until reaped, so the final VmHWM is still readable here.
+    var info = siginfo_t()
+    waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
+    let peak = watcher.finish()
     var status: Int32 = 0
     var usage = rusage()
     wait4(pid, &status, 0, &usage)
     let elapsed = seconds(ContinuousClock.now - start)
     guard status == 0 else { throw BenchError("\(path) \(arguments.joined(separator: " ")) failed (status \(status)): \(String(decoding: output, as: UTF8.self))") }
-    return (elapsed, Int(usage.ru_maxrss) * 1024, String(decoding: output, as: UTF8.self))
+    return (elapsed, peak ?? Int(usage.ru_maxrss) * 1024, String(decoding: output, as: UTF8.self))
 }
 
 func megabytes(_ bytes: Int) -> String { format(Double(bytes) / 1_048_576, 1) + " MB" }

@@ -103,14 +103,15 @@ public final class Statement {
     @inline(__always) public func bind(int64 value: Int64, at index: Int32) { sqlite3_bind_int64(handle, index, value) }
     /// Binds a floating-point value.
     @inline(__always) public func bind(double value: Double, at index: Int32) { sqlite3_bind_double(handle, index, value) }
-    /// Binds UTF-8 text, copied by SQLite before this returns.
-    @inline(__always) public func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32) {
+    /// Binds UTF-8 text. SQLite copies it before this returns, unless `copying` is false: then the bytes must
+    /// stay valid and unchanged until the statement has run (bulk loads keep them in an arena to save a copy).
+    @inline(__always) public func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32, copying: Bool = true) {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             sqlite3_bind_text(handle, index, "", 0, nil)
             return
         }
         base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-            _ = sqlite3_bind_text(handle, index, $0, Int32(bytes.count), SQLITE_TRANSIENT)
+            _ = sqlite3_bind_text(handle, index, $0, Int32(bytes.count), copying ? SQLITE_TRANSIENT : nil)
         }
     }
 

@@ -22,15 +22,6 @@ struct SeedLoader {
     /// Rows per multi-row INSERT; beyond about 32 the gain levels off.
     static let maximumBatch = 32
 
-    /// What error messages need to know about the file's columns.
-    struct Columns {
-        let targets: [ColumnInfo]
-        let kinds: [ValueKind]
-        let notNull: [Bool]
-        let keyIndexes: [Int]
-        let header: [String]
-    }
-
     let step: SeedStep
     let database: Database
     var progress: ((_ rows: Int, _ bytesRead: Int, _ totalBytes: Int) -> Void)?
@@ -101,10 +92,10 @@ struct SeedLoader {
             }
             return index
         }
-        let notNull = targets.map(\.isNotNull)
-        let kinds = targets.map { target in
-            ValueKind(column: step.columns.first { $0.name.lowercased() == target.name.lowercased() },
-                      declaredType: target.declaredType)
+        let plans = targets.map { target in
+            FieldPlan(kind: ValueKind(column: step.columns.first { $0.name.lowercased() == target.name.lowercased() },
+                                      declaredType: target.declaredType),
+                      isNotNull: target.isNotNull)
         }
 
         // Rows go in batches through one multi-row INSERT: a third less time in SQLite than row by row.
@@ -129,19 +120,7 @@ struct SeedLoader {
         }
         defer { if step.mode == .sync { try? database.execute("DROP TABLE IF EXISTS temp.strata_sync_keys") } }
 
-        let dateBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
-        defer { dateBuffer.deallocate() }
-        let columns = Columns(targets: targets, kinds: kinds, notNull: notNull, keyIndexes: keyIndexes, header: header)
-
-        /// Binds the current record of `reader` as row `row` of `statement`.
-        func bindRecord(_ reader: CSVReader, to statement: Statement, row: Int) throws {
-            let record = reader.record
-            let base = Int32(row * width)
-            for index in 0..<width {
-                try bind(record.field(index), kinds[index], notNull: notNull[index], to: statement,
-                         at: base + Int32(index + 1), reader, targets, index, dateBuffer)
-            }
-        }
+        var binder = FieldBinder(plans: plans, names: header, nullToken: step.nullToken, file: file)
 
         /// Inserts `count` rows one at a time from a file offset, so a failure names its exact line.
         func replay(from offset: Int, line: Int, count: Int) throws {
@@ -149,8 +128,9 @@ struct SeedLoader {
             var done = 0
             while done < count, try readRecord(again) {
                 if width > 1 && Self.isBlankLine(again) { continue }
-                try bindRecord(again, to: single, row: 0)
-                do { try single.run() } catch let error as DatabaseError { throw rejected(again, columns, error) }
+                try binder.bindRecord(again, to: single, row: 0)
+                do { try single.run() } catch let error as DatabaseError { throw rejected(again, keyIndexes, header, error) }
+                binder.ran()
                 done += 1
             }
         }
@@ -169,38 +149,39 @@ struct SeedLoader {
                     batchOffset = reader.recordOffset
                     batchLine = reader.recordLine
                 }
-                try bindRecord(reader, to: batch, row: inBatch)
+                try binder.bindRecord(reader, to: batch, row: inBatch)
                 inBatch += 1
                 if inBatch == batchSize {
                     do {
                         try batch.run()
                     } catch let error as DatabaseError {
                         // SQLite undid the whole statement; replaying the batch row by row finds the culprit.
+                        binder.ran()
                         try replay(from: batchOffset, line: batchLine, count: batchSize)
                         throw failure(batchLine, "rows rejected: \(error.message)")
                     }
+                    binder.ran()
                     inBatch = 0
                 }
             } else {
-                try bindRecord(reader, to: single, row: 0)
-                if let keyInsert {
-                    let record = reader.record
-                    for (position, index) in keyIndexes.enumerated() {
-                        try bind(record.field(index), kinds[index], notNull: notNull[index], to: keyInsert,
-                                 at: Int32(position + 1), reader, targets, index, dateBuffer)
-                    }
-                }
+                try binder.bindRecord(reader, to: single, row: 0)
+                if let keyInsert { try binder.bindFields(keyIndexes, of: reader, to: keyInsert) }
                 do {
                     try single.run()
                     try keyInsert?.run()
                 } catch let error as DatabaseError {
-                    throw rejected(reader, columns, error)
+                    throw rejected(reader, keyIndexes, header, error)
                 }
+                binder.ran()
             }
             rows += 1
             if rows % Self.progressInterval == 0 { progress?(rows, reader.bytesConsumed, reader.totalBytes) }
         }
-        if inBatch > 0 { try replay(from: batchOffset, line: batchLine, count: inBatch) }
+        if inBatch > 0 {
+            // The last, partial batch: bound values are dropped and the rows inserted one by one.
+            binder.ran()
+            try replay(from: batchOffset, line: batchLine, count: inBatch)
+        }
         if step.mode == .sync {
             let keys = keyIndexes.map { quoteIdentifier(targets[$0].name) }
             let tuple = keys.count == 1 ? keys[0] : "(" + keys.joined(separator: ", ") + ")"
@@ -227,9 +208,9 @@ struct SeedLoader {
         reader.fieldCount == 1 && reader.field(0).bytes.isEmpty && !reader.field(0).isQuoted
     }
 
-    private func rejected(_ reader: CSVReader, _ columns: Columns, _ error: DatabaseError) -> SeedError {
-        let key = columns.keyIndexes.isEmpty ? ""
-            : " (" + columns.keyIndexes.map { "\(columns.header[$0]) = \(display(reader, $0))" }.joined(separator: ", ") + ")"
+    private func rejected(_ reader: CSVReader, _ keyIndexes: [Int], _ header: [String], _ error: DatabaseError) -> SeedError {
+        let key = keyIndexes.isEmpty ? ""
+            : " (" + keyIndexes.map { "\(header[$0]) = \(FieldBinder.display(reader, $0))" }.joined(separator: ", ") + ")"
         return SeedError(file: displayPath(step.path), line: reader.recordLine, column: nil,
                          message: "row rejected\(key): \(error.message)")
     }
@@ -256,90 +237,5 @@ struct SeedLoader {
                 .map { "\(quoteIdentifier($0)) = excluded.\(quoteIdentifier($0))" }
             return base + " ON CONFLICT (\(keys)) DO " + (updates.isEmpty ? "NOTHING" : "UPDATE SET " + updates.joined(separator: ", "))
         }
-    }
-
-    private func display(_ reader: CSVReader, _ index: Int) -> String {
-        let field = reader.field(index)
-        if field.bytes.isEmpty && !field.isQuoted { return "NULL" }
-        var text = String(decoding: reader.text(of: field), as: UTF8.self)
-        if text.count > 60 { text = String(text.prefix(57)) + "..." }
-        return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-    }
-
-    /// Converts field `index` of the current record and binds it; a value that does not convert is an error.
-    @inline(__always)
-    /// `targets` and `index` are read only to name the column in an error.
-    private func bind(_ field: CSVField, _ kind: ValueKind, notNull: Bool, to statement: Statement, at parameter: Int32,
-                      _ reader: CSVReader, _ targets: [ColumnInfo], _ index: Int,
-                      _ dateBuffer: UnsafeMutablePointer<UInt8>) throws {
-        let bytes = field.hasEscapedQuotes ? reader.text(of: field) : field.bytes
-        if !field.isQuoted && (bytes.isEmpty || isNullToken(bytes)) {
-            if notNull {
-                let column = targets[index]
-                throw SeedError(file: displayPath(step.path), line: reader.recordLine, column: nil,
-                    message: "column '\(column.name)' is NOT NULL but the value is NULL (an unquoted empty field is NULL; write \"\" for an empty string)")
-            }
-            statement.bindNull(at: parameter)
-            return
-        }
-        switch kind {
-        case .text, .untyped:
-            statement.bind(text: bytes, at: parameter)
-        case .integer:
-            guard let value = FieldParser.integer(bytes) else { throw conversion(reader, index, targets[index], kind) }
-            statement.bind(int64: value, at: parameter)
-        case .real:
-            guard let value = FieldParser.real(bytes) else { throw conversion(reader, index, targets[index], kind) }
-            statement.bind(double: value, at: parameter)
-        case .numeric:
-            if let value = FieldParser.integer(bytes) { statement.bind(int64: value, at: parameter) }
-            else if let value = FieldParser.real(bytes) { statement.bind(double: value, at: parameter) }
-            else { throw conversion(reader, index, targets[index], kind) }
-        case .boolean:
-            guard let value = FieldParser.boolean(bytes) else { throw conversion(reader, index, targets[index], kind) }
-            statement.bind(int64: value ? 1 : 0, at: parameter)
-        case .blob(let format):
-            guard let value = FieldParser.blob(bytes, format: format) else { throw conversion(reader, index, targets[index], kind) }
-            value.withUnsafeBufferPointer { statement.bind(blob: $0, at: parameter) }
-        case .date(let inputUnix, let storage), .datetime(let inputUnix, let storage):
-            let isDate: Bool
-            if case .date = kind { isDate = true } else { isDate = false }
-            var instant: ISO8601.Instant
-            if inputUnix {
-                guard let seconds = FieldParser.integer(bytes) else { throw conversion(reader, index, targets[index], kind) }
-                instant = ISO8601.Instant(seconds: seconds, nanoseconds: 0, hasTime: !isDate)
-            } else {
-                guard let parsed = ISO8601.parse(bytes: bytes) else { throw conversion(reader, index, targets[index], kind) }
-                instant = parsed
-            }
-            if isDate && instant.hasTime && (inputUnix ? instant.seconds % 86_400 != 0 : true) {
-                throw conversion(reader, index, targets[index], kind)
-            }
-            // Input already in canonical form is stored as written, skipping the formatter.
-            if storage == .text && !inputUnix && (isDate ? bytes.count == 10 : bytes.count == 20 && bytes[19] == UInt8(ascii: "Z") && bytes[10] == UInt8(ascii: "T")) {
-                statement.bind(text: bytes, at: parameter)
-                return
-            }
-            switch storage {
-            case .unix:
-                if instant.nanoseconds == 0 { statement.bind(int64: instant.seconds, at: parameter) }
-                else { statement.bind(double: Double(instant.seconds) + Double(instant.nanoseconds) / 1e9, at: parameter) }
-            case .text:
-                let length = ISO8601.write(instant, includeTime: !isDate, into: dateBuffer)
-                guard length > 0 else { throw conversion(reader, index, targets[index], kind) }
-                statement.bind(text: UnsafeBufferPointer(start: dateBuffer, count: length), at: parameter)
-            }
-        }
-    }
-
-    @inline(__always)
-    private func isNullToken(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let token = step.nullToken, !token.isEmpty, bytes.count == token.utf8.count else { return false }
-        return token.utf8.elementsEqual(bytes)
-    }
-
-    private func conversion(_ reader: CSVReader, _ index: Int, _ column: ColumnInfo, _ kind: ValueKind) -> SeedError {
-        SeedError(file: displayPath(step.path), line: reader.recordLine, column: nil,
-                  message: "column '\(column.name)': \(display(reader, index)) is not \(kind.name)")
     }
 }
