@@ -128,6 +128,36 @@ final class SeedingTests: XCTestCase {
         XCTAssertEqual(try values(project, "SELECT * FROM t"), [[.text("b"), .integer(0)]], "the table is as before")
     }
 
+    func testConstraintFailuresInsideAndAfterBatchesNameTheirLine() throws {
+        // Rows go 32 to a statement; a failing row in the middle of a batch, a duplicate within one batch,
+        // and a failure in the last partial batch must each name their own line.
+        for (failingRow, total) in [(45, 100), (70, 100), (99, 100), (3, 5)] {
+            var csv = "code,v\n"
+            for i in 1...total { csv += "c\(i == failingRow ? 1 : i),\(i)\n" }
+            let project = try project(schema: "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER);",
+                                      seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": csv])
+            let failure = try XCTUnwrap(try migrate(project).failure, "row \(failingRow)")
+            XCTAssertEqual(failure.line, failingRow + 1, "row \(failingRow) of \(total)")
+            XCTAssertTrue(failure.message.contains("UNIQUE constraint failed: t.code"), failure.message)
+            XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM t", as: Int.self), 0)
+        }
+        let project = try project(schema: "CREATE TABLE t (v INTEGER CHECK (v < 60));",
+                                  seeds: #"<seed file="csv/t.csv" table="t"/>"#,
+                                  files: ["csv/t.csv": "v\n" + (1...70).map { "\($0)\n" }.joined()])
+        XCTAssertEqual(try XCTUnwrap(try migrate(project).failure).line, 61)
+    }
+
+    func testBatchesSpanningBufferRefillsLoadEveryRow() throws {
+        var csv = "id,text\n"
+        let long = String(repeating: "x", count: 40_000)
+        for i in 1...150 { csv += "\(i),\"\(i % 7 == 0 ? long : "short")\"\n" }
+        let project = try project(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, text TEXT);",
+                                  seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": csv])
+        XCTAssertNil(try migrate(project).failure)
+        XCTAssertEqual(try values(project, "SELECT count(*), sum(length(text)) FROM t"),
+                       [[.integer(150), .integer(Int64(21 * 40_000 + 129 * 5))]])
+    }
+
     func testIgnoreUpsertReplaceAndSyncModes() throws {
         let schema = "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER, extra TEXT DEFAULT 'kept'); INSERT INTO t VALUES ('a', 0, 'old'), ('z', 9, 'old');"
         let file = ["csv/t.csv": "code,v\na,1\nb,2\n"]
