@@ -32,6 +32,9 @@ enum CLI {
                     valueOptions: manifestOptions, flags: ["applied", "rolled-back"], positionals: 1...1),
         CommandSpec(name: "new", summary: "create the next migration file in the manifest's migrations directory",
                     usage: "strata new NAME --manifest PATH", valueOptions: ["manifest"], positionals: 1...1),
+        CommandSpec(name: "check", summary: "check that every <model>'s table and mapped columns exist",
+                    usage: "strata check --manifest PATH [--database PATH]", valueOptions: manifestOptions,
+                    details: "Exit 3 listing every problem as path:line: message."),
         CommandSpec(name: "schema", summary: "print the database's schema in a stable order, for diffing",
                     usage: "strata schema [--database PATH | --manifest PATH]", valueOptions: manifestOptions),
     ]

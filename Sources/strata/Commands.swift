@@ -18,6 +18,7 @@ struct Commands {
         case "resolve": return try resolve()
         case "new": return try newMigration()
         case "schema": return try schema()
+        case "check": return try check()
         default: throw UsageError("unknown command '\(invocation.spec.name)'")
         }
     }
@@ -230,6 +231,20 @@ struct Commands {
         let schema = try openForReading(path).canonicalSchema(excluding: ["strata_history"])
         if !output.json && !output.quiet { print(schema, terminator: "") }
         output.object(["command": "schema", "database": .string(path), "schema": .string(schema)])
+        return ExitCode.success
+    }
+
+    private func check() throws -> Int32 {
+        let manifest = try self.manifest()
+        let path = try databasePath(manifest)
+        let problems = try checkModels(of: manifest, in: try openForReading(path))
+        output.object(["command": "check", "database": .string(path), "models": .optional(manifest.models.count),
+                       "problems": .array(problems.map(Self.json))])
+        guard problems.isEmpty else {
+            printError(problems.map(\.description).joined(separator: "\n"))
+            return ExitCode.refused
+        }
+        output.line("ok: \(manifest.models.count) model\(manifest.models.count == 1 ? "" : "s") match \(path)")
         return ExitCode.success
     }
 

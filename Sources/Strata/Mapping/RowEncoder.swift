@@ -1,0 +1,222 @@
+import Foundation
+
+/// The column values of one model value, in property order.
+struct EncodedRow {
+    var properties: [String] = []
+    var values: [DatabaseValue] = []
+}
+
+/// Encodes an `Encodable` value into column values: each stored property becomes one column, nil optionals
+/// become NULL (not omitted, so an UPDATE clears them), nested `Codable` values become JSON text.
+final class RowEncoding {
+    let typeName: String
+    var row = EncodedRow()
+    lazy var json: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    init(typeName: String) {
+        self.typeName = typeName
+    }
+
+    /// Encodes `value`, reusing the row's storage from the previous call.
+    func encode<T: Encodable>(_ value: T) throws -> EncodedRow {
+        row.properties.removeAll(keepingCapacity: true)
+        row.values.removeAll(keepingCapacity: true)
+        try value.encode(to: RowEncoder(encoding: self))
+        return row
+    }
+
+    @inline(__always)
+    func append(_ key: String, _ value: DatabaseValue) {
+        row.properties.append(key)
+        row.values.append(value)
+    }
+
+    /// The database form of a non-primitive value: its own conversion if it has one, a single encoded value
+    /// (raw-value enums), or JSON text for anything structured.
+    func databaseValue<T: Encodable>(_ value: T, key: String) throws -> DatabaseValue {
+        if let convertible = value as? any DatabaseValueConvertible { return convertible.databaseValue }
+        let single = SingleValueCapture(encoding: self)
+        do {
+            try value.encode(to: single)
+            if let captured = single.value { return captured }
+        } catch is NeedsJSON {}
+        do {
+            return .text(String(decoding: try json.encode(value), as: UTF8.self))
+        } catch {
+            throw MappingError(typeName: typeName, property: key, message: "cannot be stored as JSON: \(error)")
+        }
+    }
+}
+
+struct RowEncoder: Encoder {
+    let encoding: RowEncoding
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        KeyedEncodingContainer(RowEncodingContainer<Key>(encoding: encoding))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        InvalidContainer(typeName: encoding.typeName)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        InvalidContainer(typeName: encoding.typeName)
+    }
+}
+
+struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let encoding: RowEncoding
+    var codingPath: [any CodingKey] { [] }
+
+    mutating func encodeNil(forKey key: Key) throws { encoding.append(key.stringValue, .null) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { encoding.append(key.stringValue, .integer(value ? 1 : 0)) }
+    mutating func encode(_ value: String, forKey key: Key) throws { encoding.append(key.stringValue, .text(value)) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { encoding.append(key.stringValue, .real(value)) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { encoding.append(key.stringValue, .real(Double(value))) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { encoding.append(key.stringValue, .integer(Int64(value))) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { encoding.append(key.stringValue, .integer(Int64(value))) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { encoding.append(key.stringValue, .integer(Int64(value))) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { encoding.append(key.stringValue, .integer(Int64(value))) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { encoding.append(key.stringValue, .integer(value)) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try encodeUnsigned(UInt64(value), key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { encoding.append(key.stringValue, .integer(Int64(value))) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { encoding.append(key.stringValue, .integer(Int64(value))) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { encoding.append(key.stringValue, .integer(Int64(value))) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try encodeUnsigned(value, key) }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        encoding.append(key.stringValue, try encoding.databaseValue(value, key: key.stringValue))
+    }
+
+    private func encodeUnsigned(_ value: UInt64, _ key: Key) throws {
+        guard let exact = Int64(exactly: value) else {
+            throw MappingError(typeName: encoding.typeName, property: key.stringValue, value: String(value),
+                               message: "does not fit SQLite's 64-bit signed integer")
+        }
+        encoding.append(key.stringValue, .integer(exact))
+    }
+
+    // Synthesized code skips nil optionals; write NULL instead so the column list is the same for every value.
+    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(InvalidContainer(typeName: encoding.typeName))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        InvalidContainer(typeName: encoding.typeName)
+    }
+
+    mutating func superEncoder() -> any Encoder { RowEncoder(encoding: encoding) }
+    mutating func superEncoder(forKey key: Key) -> any Encoder { RowEncoder(encoding: encoding) }
+}
+
+/// Captures a value that encodes itself as one single value (a raw-value enum, a wrapper); asking it for a
+/// keyed or unkeyed container means the value is structured and goes to JSON.
+final class SingleValueCapture: Encoder, SingleValueEncodingContainer {
+    let encoding: RowEncoding
+    var value: DatabaseValue?
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(encoding: RowEncoding) {
+        self.encoding = encoding
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        KeyedEncodingContainer(InvalidContainer(typeName: "", failure: NeedsJSON()))
+    }
+    func unkeyedContainer() -> any UnkeyedEncodingContainer { InvalidContainer<AnyKey>(typeName: "", failure: NeedsJSON()) }
+    func singleValueContainer() -> any SingleValueEncodingContainer { self }
+
+    func encodeNil() throws { value = .null }
+    func encode(_ value: Bool) throws { self.value = .integer(value ? 1 : 0) }
+    func encode(_ value: String) throws { self.value = .text(value) }
+    func encode(_ value: Double) throws { self.value = .real(value) }
+    func encode(_ value: Float) throws { self.value = .real(Double(value)) }
+    func encode(_ value: Int) throws { self.value = .integer(Int64(value)) }
+    func encode(_ value: Int8) throws { self.value = .integer(Int64(value)) }
+    func encode(_ value: Int16) throws { self.value = .integer(Int64(value)) }
+    func encode(_ value: Int32) throws { self.value = .integer(Int64(value)) }
+    func encode(_ value: Int64) throws { self.value = .integer(value) }
+    func encode(_ value: UInt) throws { self.value = Int64(exactly: value).map(DatabaseValue.integer) ?? .real(Double(value)) }
+    func encode(_ value: UInt8) throws { self.value = .integer(Int64(value)) }
+    func encode(_ value: UInt16) throws { self.value = .integer(Int64(value)) }
+    func encode(_ value: UInt32) throws { self.value = .integer(Int64(value)) }
+    func encode(_ value: UInt64) throws { self.value = Int64(exactly: value).map(DatabaseValue.integer) ?? .real(Double(value)) }
+    func encode<T: Encodable>(_ value: T) throws { self.value = try encoding.databaseValue(value, key: "") }
+}
+
+/// A container for shapes a row cannot hold; the first use throws.
+struct InvalidContainer<Key: CodingKey>: KeyedEncodingContainerProtocol, UnkeyedEncodingContainer, SingleValueEncodingContainer {
+    let typeName: String
+    var failure: any Error
+    var codingPath: [any CodingKey] { [] }
+    var count: Int { 0 }
+
+    init(typeName: String, failure: (any Error)? = nil) {
+        self.typeName = typeName
+        self.failure = failure ?? MappingError(typeName: typeName,
+            message: "only keyed values (structs and classes) map to rows; nested values are stored as JSON")
+    }
+
+    mutating func encodeNil(forKey key: Key) throws { throw failure }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { throw failure }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(InvalidContainer<NestedKey>(typeName: typeName, failure: failure))
+    }
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer { self }
+    mutating func superEncoder() -> any Encoder { FailingEncoder(failure: failure) }
+    mutating func superEncoder(forKey key: Key) -> any Encoder { FailingEncoder(failure: failure) }
+
+    mutating func encodeNil() throws { throw failure }
+    mutating func encode<T: Encodable>(_ value: T) throws { throw failure }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(InvalidContainer<NestedKey>(typeName: typeName, failure: failure))
+    }
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { self }
+}
+
+extension InvalidContainer where Key == AnyKey {
+    init(typeName: String) { self.init(typeName: typeName, failure: nil) }
+}
+
+struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+struct FailingEncoder: Encoder {
+    let failure: any Error
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        KeyedEncodingContainer(InvalidContainer<Key>(typeName: "", failure: failure))
+    }
+    func unkeyedContainer() -> any UnkeyedEncodingContainer { InvalidContainer<AnyKey>(typeName: "", failure: failure) }
+    func singleValueContainer() -> any SingleValueEncodingContainer { InvalidContainer<AnyKey>(typeName: "", failure: failure) }
+}
