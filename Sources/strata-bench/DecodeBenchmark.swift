@@ -1,8 +1,164 @@
+import CSQLite
 import Foundation
 import Strata
 
-/// Placeholder replaced by the mapper benchmark.
+/// Decoding rows into a struct and inserting structs, Strata against hand-written SQLite C API code.
 struct DecodeBenchmark {
-    init(arguments: [String]) throws {}
-    func run() throws { throw BenchError("decode benchmark not built yet") }
+    struct Item: Codable {
+        var id: Int64
+        var name: String
+        var quantity: Int
+        var active: Bool
+        var price: Double
+        var day: Date
+        var note: String?
+    }
+
+    /// The same fields, not `Encodable`, for the Mirror path.
+    struct PlainItem {
+        var id: Int64
+        var name: String
+        var quantity: Int
+        var active: Bool
+        var price: Double
+        var day: Date
+        var note: String?
+    }
+
+    static let schema = """
+        CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT NOT NULL, quantity INTEGER NOT NULL,
+                           active BOOLEAN NOT NULL, price REAL NOT NULL, day TEXT NOT NULL, note TEXT);
+        """
+
+    let rows: Int
+
+    init(arguments: [String]) throws {
+        rows = Int(option("--rows", in: arguments) ?? "1000000") ?? 1_000_000
+    }
+
+    func run() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-decode-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let items = Self.items(rows)
+        print("decode benchmark: \(grouped(rows)) rows, 7 columns (integer, text, integer, boolean, real, date, optional text)")
+
+        // Inserts: hand-bound prepared statement vs Strata's Encodable and Mirror paths, each into a fresh file.
+        let handInsert = try time { try Self.handInsert(items, path: directory.appendingPathComponent("hand.sqlite").path) }
+        let encodableInsert = try time {
+            let db = try Self.fresh(directory.appendingPathComponent("encodable.sqlite").path)
+            try ModelStore(database: db).insert(contentsOf: items)
+        }
+        let plain = items.map { PlainItem(id: $0.id, name: $0.name, quantity: $0.quantity, active: $0.active,
+                                          price: $0.price, day: $0.day, note: $0.note) }
+        let mirrorInsert = try time {
+            let db = try Self.fresh(directory.appendingPathComponent("mirror.sqlite").path)
+            let store = ModelStore(database: db, mappings: [ModelMapping(typeName: "PlainItem", table: "item")])
+            try store.insert(contentsOf: plain)
+        }
+
+        // Decoding: the same file read by hand and by Strata.
+        let path = directory.appendingPathComponent("hand.sqlite").path
+        var handCount = 0
+        let handDecode = try time { handCount = try Self.handDecode(path: path).count }
+        var strataCount = 0
+        let strataDecode = try time {
+            strataCount = try ModelStore(database: try Database(path: path)).fetchAll(Item.self).count
+        }
+        guard handCount == rows, strataCount == rows else { throw BenchError("row counts differ") }
+        var constant: [Item] = []
+        let codableFloor = try time {
+            let decoder = ConstantDecoder()
+            for _ in 0..<rows { constant.append(try Item(from: decoder)) }
+        }
+
+        print("  decode   raw C API loop         \(format(handDecode)) s")
+        print("  decode   Strata (Decodable)     \(format(strataDecode)) s   \(format(strataDecode / handDecode))x the raw loop (target ≤ 1.5x)")
+        print("  decode   Decodable machinery    \(format(codableFloor)) s   (constant values, no database: \(format(codableFloor / handDecode))x the raw loop by itself)")
+        print("  insert   hand-bound statement   \(format(handInsert)) s")
+        print("  insert   Strata (Encodable)     \(format(encodableInsert)) s   \(format(encodableInsert / handInsert))x hand-bound (target ≤ 1.5x)")
+        print("  insert   Strata (Mirror)        \(format(mirrorInsert)) s   \(format(mirrorInsert / handInsert))x hand-bound")
+    }
+
+    func profileDecode() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("strata-decode-profile.sqlite").path
+        if !FileManager.default.fileExists(atPath: path) { try Self.handInsert(Self.items(rows), path: path) }
+        let elapsed = try time { _ = try ModelStore(database: try Database(path: path)).fetchAll(Item.self) }
+        print("decode \(format(elapsed)) s")
+    }
+
+    func time(_ body: () throws -> Void) throws -> Double {
+        let start = ContinuousClock.now
+        try body()
+        return seconds(ContinuousClock.now - start)
+    }
+
+    static func items(_ count: Int) -> [Item] {
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+        return (1...count).map { id in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let r = state >> 33
+            return Item(id: Int64(id), name: words[Int(r % 10)] + " " + words[Int((r >> 4) % 10)], quantity: Int(r % 1000),
+                        active: r & 1 == 0, price: Double(r % 100_000) / 100,
+                        day: Date(timeIntervalSince1970: Double(r % 20_000) * 86_400),
+                        note: id % 3 == 0 ? nil : "note \(words[Int((r >> 8) % 10)])")
+        }
+    }
+
+    static func fresh(_ path: String) throws -> Database {
+        let db = try Database(path: path)
+        try db.executeScript(schema)
+        return db
+    }
+
+    /// What a careful hand-written loader does: one prepared statement, one transaction, typed binds.
+    static func handInsert(_ items: [Item], path: String) throws {
+        var db: OpaquePointer?
+        guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchError("cannot open \(path)") }
+        defer { sqlite3_close(db) }
+        sqlite3_exec(db, schema, nil, nil, nil)
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, "INSERT INTO item (id, name, quantity, active, price, day, note) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           -1, &statement, nil)
+        for item in items {
+            sqlite3_bind_int64(statement, 1, item.id)
+            sqlite3_bind_text(statement, 2, item.name, -1, transient)
+            sqlite3_bind_int64(statement, 3, Int64(item.quantity))
+            sqlite3_bind_int64(statement, 4, item.active ? 1 : 0)
+            sqlite3_bind_double(statement, 5, item.price)
+            sqlite3_bind_text(statement, 6, ISO8601.format(item.day), -1, transient)
+            if let note = item.note { sqlite3_bind_text(statement, 7, note, -1, transient) } else { sqlite3_bind_null(statement, 7) }
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+            sqlite3_reset(statement)
+        }
+        sqlite3_finalize(statement)
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+    }
+
+    /// The floor for decoding: columns read by index straight into the struct.
+    static func handDecode(path: String) throws -> [Item] {
+        var db: OpaquePointer?
+        guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchError("cannot open \(path)") }
+        defer { sqlite3_close(db) }
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, "SELECT * FROM item", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        func text(_ index: Int32) -> String {
+            String(decoding: UnsafeBufferPointer(start: sqlite3_column_text(statement, index),
+                                                 count: Int(sqlite3_column_bytes(statement, index))), as: UTF8.self)
+        }
+        var items: [Item] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            let day = UnsafeBufferPointer(start: sqlite3_column_text(statement, 5), count: Int(sqlite3_column_bytes(statement, 5)))
+            guard let date = ISO8601.parse(bytes: day)?.date else { throw BenchError("bad date") }
+            items.append(Item(id: sqlite3_column_int64(statement, 0), name: text(1),
+                              quantity: Int(sqlite3_column_int64(statement, 2)), active: sqlite3_column_int64(statement, 3) != 0,
+                              price: sqlite3_column_double(statement, 4), day: date,
+                              note: sqlite3_column_type(statement, 6) == SQLITE_NULL ? nil : text(6)))
+        }
+        return items
+    }
 }

@@ -18,6 +18,9 @@ do {
         // Internal: writes the benchmark's manifest and CSV into DIR (for profiling the child alone).
         guard arguments.count == 3, let rows = Int(arguments[2]) else { throw BenchError("usage: strata-bench seed-prepare DIR ROWS") }
         _ = try SeedBenchmark.prepare(directory: URL(fileURLWithPath: arguments[1]), rows: rows)
+    case "decode-only":
+        // Internal: decoding alone, for profiling.
+        try DecodeBenchmark(arguments: Array(arguments.dropFirst())).profileDecode()
     case "decode":
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
     default:

@@ -68,16 +68,22 @@ public enum ISO8601 {
 
     /// `2024-05-01T09:30:00Z`, with `.SSS` milliseconds when the date has a sub-second part.
     public static func format(_ date: Date) -> String {
+        let instant = instant(of: date)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { buffer in
+            guard let base = buffer.baseAddress else { return "" }
+            let length = write(instant, includeTime: true, into: base)
+            if length > 0 { return String(decoding: UnsafeBufferPointer(start: base, count: length), as: UTF8.self) }
+            return format(seconds: instant.seconds, includeTime: true)
+        }
+    }
+
+    /// A date as whole seconds and milliseconds (the precision Strata stores).
+    public static func instant(of date: Date) -> Instant {
         let interval = date.timeIntervalSince1970
         var whole = Int64(interval.rounded(.down))
         var millis = Int64(((interval - Double(whole)) * 1000).rounded())
         if millis >= 1000 { whole += 1; millis -= 1000 }
-        var text = format(seconds: whole, includeTime: true)
-        if millis > 0 {
-            text.removeLast()
-            text += "." + pad(millis, 3) + "Z"
-        }
-        return text
+        return Instant(seconds: whole, nanoseconds: Int32(millis * 1_000_000), hasTime: true)
     }
 
     /// `YYYY-MM-DD` (date only) or `YYYY-MM-DDTHH:MM:SSZ` for whole seconds since 1970, UTC.
@@ -91,6 +97,38 @@ public enum ISO8601 {
                 + pad(secondOfDay % 60, 2) + "Z"
         }
         return text
+    }
+
+    /// Writes `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM:SS[.fff]Z` into `out` (at least 32 bytes); returns the length.
+    /// Allocation-free, for bulk loads.
+    static func write(_ instant: Instant, includeTime: Bool, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        let days = instant.seconds >= 0 ? instant.seconds / 86_400 : (instant.seconds - 86_399) / 86_400
+        let secondOfDay = instant.seconds - days * 86_400
+        let (year, month, day) = civilFromDays(days)
+        var length = 0
+        func put(_ value: Int64, _ width: Int) {
+            var v = value
+            for i in stride(from: width - 1, through: 0, by: -1) {
+                out[length + i] = UInt8(48 + v % 10)
+                v /= 10
+            }
+            length += width
+        }
+        func put(_ character: Unicode.Scalar) { out[length] = UInt8(ascii: character); length += 1 }
+        guard (0...9999).contains(year) else { return 0 }
+        put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2)
+        guard includeTime else { return length }
+        put("T"); put(secondOfDay / 3600, 2); put(":"); put(secondOfDay / 60 % 60, 2); put(":"); put(secondOfDay % 60, 2)
+        if instant.nanoseconds > 0 {
+            // Keep every given digit: milliseconds, microseconds or nanoseconds.
+            put(".")
+            let nanos = Int64(instant.nanoseconds)
+            if nanos % 1_000_000 == 0 { put(nanos / 1_000_000, 3) }
+            else if nanos % 1000 == 0 { put(nanos / 1000, 6) }
+            else { put(nanos, 9) }
+        }
+        put("Z")
+        return length
     }
 
     static func daysInMonth(year: Int64, month: Int64) -> Int64 {

@@ -174,6 +174,12 @@ public final class Statement {
         return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
     }
 
+    /// Calls `body` with a text column's UTF-8 bytes, valid only during the call.
+    @inline(__always) public func withText<R>(at index: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let text = sqlite3_column_text(handle, index)
+        return try body(UnsafeBufferPointer(start: text, count: text == nil ? 0 : Int(sqlite3_column_bytes(handle, index))))
+    }
+
     /// Advances to the next row; false after the last. Throws SQLite's error.
     public func next() throws -> Bool { try step() }
 

@@ -74,24 +74,37 @@ public final class ModelStore {
     /// Rows of any query (joins, projections) decoded into `T`; result columns match properties by the same rules.
     public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none) throws -> [T] {
         var result: [T] = []
-        try forEach(T.self, sql: sql, arguments) { result.append($0) }
+        try decodeRows(T.self, sql: sql, arguments) { decoder, context in
+            while try context.statement.step() {
+                context.startRow()
+                result.append(try T(from: decoder))
+            }
+        }
         return result
     }
 
     /// Decodes rows one at a time without collecting them.
     public func forEach<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none,
                                       _ body: (T) throws -> Void) throws {
+        try decodeRows(T.self, sql: sql, arguments) { decoder, context in
+            while try context.statement.step() {
+                context.startRow()
+                try body(try T(from: decoder))
+            }
+        }
+    }
+
+    private func decodeRows<T>(_ type: T.Type, sql: String, _ arguments: StatementArguments,
+                               _ body: (RowDecoder, DecodingContext) throws -> Void) throws {
         let statement = try database.cachedStatement(sql)
         try statement.bind(arguments)
         statement.isBusy = true
-        defer { statement.reset() }
-        let context = DecodingContext(statement: statement, typeName: Self.typeName(T.self),
-                                      layout: try? layout(of: T.self))
-        let decoder = RowDecoder(context: context)
-        while try statement.step() {
-            context.startRow()
-            try body(try T(from: decoder))
+        let context = DecodingContext(statement: statement, typeName: Self.typeName(T.self), layout: try? layout(of: T.self))
+        defer {
+            context.finish()
+            statement.reset()
         }
+        try body(RowDecoder(context: context), context)
     }
 
     /// The row with this primary key (single-column keys).
@@ -204,8 +217,29 @@ public final class ModelStore {
     /// statement: all are inserted, or none.
     public func insert<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
         let layout = try layout(of: S.Element.self)
-        let encoding = RowEncoding(typeName: layout.typeName)
-        try batch(layout, values, encode: { try encoding.encode($0) }) { _ = try insert(row: $0, layout: layout) }
+        try database.savepoint { db in
+            var binding: BindingEncoding?
+            var position = 0
+            for value in values {
+                position += 1
+                do {
+                    if binding == nil {
+                        // The first value fixes the columns; every later one binds straight into the statement.
+                        let row = try RowEncoding(typeName: layout.typeName).encode(value)
+                        binding = BindingEncoding(statement: try db.prepare(try insertSQL(layout, row)),
+                                                  typeName: layout.typeName, properties: row.properties)
+                    }
+                    guard let binding else { break }
+                    try binding.bind(value)
+                    try binding.statement.run()
+                } catch let error as DatabaseError {
+                    throw MappingError(typeName: layout.typeName, row: position, message: "rejected: \(error.message)")
+                } catch let error as MappingError where error.row == nil {
+                    throw MappingError(typeName: error.typeName, property: error.property, column: error.column,
+                                       row: position, value: error.value, message: error.message)
+                }
+            }
+        }
     }
 
     /// Inserts or updates many values in one transaction, each SQL statement prepared once.
@@ -218,8 +252,12 @@ public final class ModelStore {
     /// Inserts many values that are not `Encodable`, via `Mirror`, in one transaction.
     public func insert<S: Sequence>(contentsOf values: S) throws {
         let layout = try layout(of: S.Element.self)
-        try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) {
-            _ = try insert(row: $0, layout: layout)
+        var statement: Statement?
+        try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) { row in
+            let insert = try statement ?? database.prepare(try insertSQL(layout, row))
+            statement = insert
+            for (index, value) in row.values.enumerated() { try insert.bind(value, at: Int32(index + 1)) }
+            try insert.run()
         }
     }
 

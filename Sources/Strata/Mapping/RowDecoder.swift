@@ -11,10 +11,12 @@ final class DecodingContext {
     let layout: ModelLayout?
     /// 1-based position of the current row in the result.
     var row = 0
-    /// Key names and columns in the order the type asked for them (-1: no such column).
-    private var orderKeys: [String] = []
-    private var orderColumns: [Int32] = []
-    private var position = 0
+    /// Keys and their columns in the order the type asks for them (-1: no such column). Kept behind pointers
+    /// so the per-field path reads and writes them without dynamic exclusivity checks.
+    private static let capacity = 128
+    private let orderKeys = UnsafeMutablePointer<String>.allocate(capacity: DecodingContext.capacity)
+    private let orderColumns = UnsafeMutablePointer<Int32>.allocate(capacity: DecodingContext.capacity)
+    private let counters = UnsafeMutablePointer<Int>.allocate(capacity: 2) // [learned, position]
     private var byKey: [String: Int32] = [:]
     lazy var json = JSONDecoder()
 
@@ -22,26 +24,62 @@ final class DecodingContext {
         self.statement = statement
         self.typeName = typeName
         self.layout = layout
+        counters.initialize(repeating: 0, count: 2)
+    }
+
+    deinit {
+        orderKeys.deinitialize(count: counters[0])
+        orderKeys.deallocate()
+        orderColumns.deallocate()
+        counters.deallocate()
+    }
+
+    /// The keyed container is stateless (the state lives here), so one instance serves every row: building a
+    /// new one per row costs an allocation and generic metadata lookups.
+    private var cachedContainer: AnyObject?
+    private var cachedKeyType: ObjectIdentifier?
+
+    private final class ContainerHolder<Key: CodingKey> {
+        let container: KeyedDecodingContainer<Key>
+        init(_ container: KeyedDecodingContainer<Key>) { self.container = container }
+    }
+
+    @inline(__always)
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedDecodingContainer<Key> {
+        if cachedKeyType == ObjectIdentifier(Key.self), let holder = cachedContainer {
+            return unsafeDowncast(holder, to: ContainerHolder<Key>.self).container
+        }
+        let container = KeyedDecodingContainer(RowContainer<Key>(context: self))
+        cachedContainer = ContainerHolder(container)
+        cachedKeyType = ObjectIdentifier(Key.self)
+        return container
+    }
+
+    /// Breaks the cycle through the cached container once the statement is done.
+    func finish() {
+        cachedContainer = nil
+        cachedKeyType = nil
     }
 
     func startRow() {
         row += 1
-        position = 0
+        counters[1] = 0
     }
 
     /// The column index for a coding key, or -1 when the result has no such column.
     @inline(__always)
     func column(for key: String) -> Int32 {
-        if position < orderKeys.count && orderKeys[position] == key {
-            let column = orderColumns[position]
-            position += 1
-            return column
+        let position = counters[1]
+        if position < counters[0] && orderKeys[position] == key {
+            counters[1] = position + 1
+            return orderColumns[position]
         }
         let column = byKey[key] ?? resolve(key)
-        if position == orderKeys.count {
-            orderKeys.append(key)
-            orderColumns.append(column)
-            position += 1
+        if position == counters[0] && position < Self.capacity {
+            (orderKeys + position).initialize(to: key)
+            orderColumns[position] = column
+            counters[0] = position + 1
+            counters[1] = position + 1
         }
         return column
     }
@@ -82,7 +120,7 @@ struct RowDecoder: Decoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RowContainer<Key>(context: context))
+        context.container(keyedBy: Key.self)
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -303,8 +341,26 @@ enum ColumnReader {
     /// `DatabaseValueConvertible`, single values (raw-value enums), and anything else from JSON text.
     static func value<T: Decodable>(_ type: T.Type, _ context: DecodingContext, _ column: Int32, _ key: String) throws -> T {
         let statement = context.statement
-        if statement.storageClass(at: column) == .null {
+        let storage = statement.storageClass(at: column)
+        if storage == .null {
             throw context.error(key, column, "is NULL but \(key) is not optional")
+        }
+        // The common Foundation type, read without building an intermediate value.
+        if T.self == Date.self {
+            let date: Date
+            switch storage {
+            case .text:
+                guard let instant = statement.withText(at: column, { ISO8601.parse(bytes: $0) }) else {
+                    throw context.error(key, column, "is not an ISO-8601 date")
+                }
+                date = instant.date
+            case .integer, .real:
+                date = Date(timeIntervalSince1970: statement.double(at: column))
+            default:
+                throw context.error(key, column, "is not a date (ISO-8601 text or unix seconds)")
+            }
+            // T is Date (checked above); a cast through the runtime would cost more than the parse.
+            return unsafeBitCast(date, to: T.self)
         }
         if let convertible = T.self as? any DatabaseValueConvertible.Type {
             guard let value = convertible.fromDatabaseValue(statement.value(at: column)) as? T else {

@@ -185,37 +185,3 @@ enum FieldParser {
         }
     }
 }
-
-extension ISO8601 {
-    /// Writes `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM:SS[.fff]Z` into `out` (at least 32 bytes); returns the length.
-    /// Allocation-free, for bulk loads.
-    static func write(_ instant: Instant, includeTime: Bool, into out: UnsafeMutablePointer<UInt8>) -> Int {
-        let days = instant.seconds >= 0 ? instant.seconds / 86_400 : (instant.seconds - 86_399) / 86_400
-        let secondOfDay = instant.seconds - days * 86_400
-        let (year, month, day) = civilFromDays(days)
-        var length = 0
-        func put(_ value: Int64, _ width: Int) {
-            var v = value
-            for i in stride(from: width - 1, through: 0, by: -1) {
-                out[length + i] = UInt8(48 + v % 10)
-                v /= 10
-            }
-            length += width
-        }
-        func put(_ byte: Character) { out[length] = byte.asciiValue ?? 0; length += 1 }
-        guard (0...9999).contains(year) else { return 0 }
-        put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2)
-        guard includeTime else { return length }
-        put("T"); put(secondOfDay / 3600, 2); put(":"); put(secondOfDay / 60 % 60, 2); put(":"); put(secondOfDay % 60, 2)
-        if instant.nanoseconds > 0 {
-            // Keep every given digit: milliseconds, microseconds or nanoseconds.
-            put(".")
-            let nanos = Int64(instant.nanoseconds)
-            if nanos % 1_000_000 == 0 { put(nanos / 1_000_000, 3) }
-            else if nanos % 1000 == 0 { put(nanos / 1000, 6) }
-            else { put(nanos, 9) }
-        }
-        put("Z")
-        return length
-    }
-}
