@@ -60,7 +60,7 @@ struct Commands {
     private var options: MigrationOptions {
         get throws {
             MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
-                             waitTimeout: try timeout)
+                             waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))
         }
     }
 
@@ -156,7 +156,7 @@ struct Commands {
         if plan.steps.isEmpty {
             output.line("Nothing to do: \(path) is up to date.")
         } else {
-            output.line("migrate would apply \(plan.steps.count) step\(plan.steps.count == 1 ? "" : "s") to \(path):")
+            output.line("migrate would apply \(plan.steps.count) step\(plan.steps.count == 1 ? "" : "s") to \(path) (plan id \(plan.id)):")
             let lines = table(plan.steps.map(Self.plannedRow)).split(separator: "\n")
             for (step, line) in zip(plan.steps, lines) {
                 output.line(String(line))
@@ -165,7 +165,7 @@ struct Commands {
                 }
             }
         }
-        output.object(["command": "plan", "database": .string(path),
+        output.object(["command": "plan", "database": .string(path), "planId": .string(plan.id),
                        "steps": .array(plan.steps.map { step in
                            var object = Self.json(step)
                            if withSQL, case .migration(let migration) = step.step, case .object(var pairs) = object {

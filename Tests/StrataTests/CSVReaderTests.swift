@@ -126,3 +126,26 @@ final class CSVReaderTests: XCTestCase {
         XCTAssertEqual(error.line, 1 + 1 + 1500 * 2 + 1500)
     }
 }
+
+extension CSVReaderTests {
+    func testTinyRefillsReadExactlyWhatLargeOnesRead() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let url = dir.appendingPathComponent("t.csv")
+        let text = "\u{FEFF}a,b,c\r\n\"x,\"\"y\"\"\r\nz\",,\"\"\r1,2,3\n\"\"\"\",é€😀,\n,,"
+        try Data(text.utf8).write(to: url)
+        func read(_ chunk: Int) throws -> [[String]] {
+            let reader = try CSVReader(path: url.path, chunkSize: chunk)
+            var rows: [[String]] = []
+            while try reader.readRecord() {
+                rows.append((0..<reader.fieldCount).map { index in
+                    let field = reader.field(index)
+                    return (field.isQuoted ? "q:" : "") + String(decoding: reader.text(of: field), as: UTF8.self)
+                })
+            }
+            return rows
+        }
+        let expected = try read(CSVReader.chunkSize)
+        XCTAssertEqual(expected, [["a", "b", "c"], ["q:x,\"y\"\r\nz", "", "q:"], ["1", "2", "3"], ["q:\"", "é€😀", ""], ["", "", ""]])
+        for chunk in 1...9 { XCTAssertEqual(try read(chunk), expected, "chunk size \(chunk)") }
+    }
+}

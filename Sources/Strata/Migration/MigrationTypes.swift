@@ -10,14 +10,17 @@ public struct MigrationOptions: Sendable, Equatable {
     public var includeSeeds: Bool
     /// How long to wait for another process applying a `transaction="none"` file.
     public var waitTimeout: Duration
+    /// The `MigrationPlan.id` a human reviewed: `migrate` refuses when the plan is no longer the same.
+    public var expectedPlanID: String?
 
     public init(contexts: Set<String> = [], strictOrder: Bool = false, includeMigrations: Bool = true,
-                includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60)) {
+                includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60), expectedPlanID: String? = nil) {
         self.contexts = contexts
         self.strictOrder = strictOrder
         self.includeMigrations = includeMigrations
         self.includeSeeds = includeSeeds
         self.waitTimeout = waitTimeout
+        self.expectedPlanID = expectedPlanID
     }
 }
 
@@ -70,6 +73,9 @@ public struct PlannedStep: Sendable, Equatable {
 
 /// What `migrate` would do, and anything that would stop it.
 public struct MigrationPlan: Sendable, Equatable {
+    /// Identifies these steps with these file contents (migrations by checksum, seeds by size and modification
+    /// time): pass it to `migrate` (`--plan-id`) to refuse a plan that changed after it was reviewed.
+    public let id: String
     public let steps: [PlannedStep]
     /// Problems that make `migrate` refuse (drift, dirty state, strict order, SQL that cannot run in a transaction).
     public let refusals: [Refusal]
@@ -78,7 +84,8 @@ public struct MigrationPlan: Sendable, Equatable {
 /// A reason `migrate` refuses to start (exit code 3).
 public struct Refusal: Sendable, Equatable, CustomStringConvertible {
     public enum Reason: String, Sendable, Equatable, Codable {
-        case drift, missing, dirty, outOfOrder = "out-of-order", invalidSQL = "invalid-sql", seedOrder = "seed-order"
+        case drift, missing, dirty, outOfOrder = "out-of-order", invalidSQL = "invalid-sql", seedOrder = "seed-order",
+             planChanged = "plan-changed"
     }
 
     public let reason: Reason

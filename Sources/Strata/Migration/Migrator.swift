@@ -109,7 +109,30 @@ public struct Migrator {
         let pendingIDs = Set(steps.map(\.step.id))
         refusals += lintFindings().filter { pendingIDs.contains($0.id) }
             .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
-        return MigrationPlan(steps: steps, refusals: refusals)
+        let id = try planID(steps)
+        if let expected = options.expectedPlanID, expected != id {
+            refusals.append(Refusal(reason: .planChanged, id: expected,
+                message: "the plan changed since it was reviewed (plan id \(expected), now \(id)): a file or the database changed; run 'strata plan' again"))
+        }
+        return MigrationPlan(id: id, steps: steps, refusals: refusals)
+    }
+
+    private func planID(_ steps: [PlannedStep]) throws -> String {
+        var lines: [String] = []
+        for planned in steps {
+            var fingerprint: String
+            switch planned.step {
+            case .migration(let migration):
+                fingerprint = (try? Checksum.ofFile(atPath: migration.path)) ?? "unreadable"
+            case .seed(let seed):
+                let attributes = try? FileManager.default.attributesOfItem(atPath: seed.path)
+                let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
+                let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+                fingerprint = "\(size)@\(modified)"
+            }
+            lines.append("\(planned.step.kind.rawValue) \(planned.step.id) \(planned.reason.rawValue) \(fingerprint)")
+        }
+        return String(try Checksum.of(Array(lines.joined(separator: "\n").utf8)).prefix(16))
     }
 
     private func refusals(for statuses: [StepStatus], _ options: MigrationOptions) -> [Refusal] {

@@ -47,6 +47,8 @@ struct CSVField {
 /// strict errors for field-count mismatches, unterminated or stray quotes, and invalid UTF-8.
 final class CSVReader {
     static let chunkSize = 1 << 20
+    /// Bytes read per refill; tests and the fuzzer use tiny chunks to exercise records that span refills.
+    let chunkSize: Int
     /// A single record larger than this is refused (it is almost always an unterminated quote).
     static let maximumRecordSize = 64 << 20
 
@@ -83,7 +85,8 @@ final class CSVReader {
     /// Opens `path`; when `hashing`, every byte read also feeds the migration checksum (see `checksum()`).
     /// `offset` and `line` start reading mid-file at a record boundary found by an earlier reader.
     init(path: String, displayName: String? = nil, delimiter: UInt8 = UInt8(ascii: ","), hashing: Bool = false,
-         offset: Int = 0, line: Int = 1) throws {
+         offset: Int = 0, line: Int = 1, chunkSize: Int = CSVReader.chunkSize) throws {
+        self.chunkSize = max(chunkSize, 1)
         self.path = path
         self.displayName = displayName ?? path
         self.delimiter = delimiter
@@ -100,7 +103,7 @@ final class CSVReader {
             atFileStart = false
             nextLine = line
         }
-        capacity = Self.chunkSize * 2
+        capacity = self.chunkSize * 2
         buffer = .allocate(capacity: capacity)
         slots = .allocate(capacity: slotCapacity)
         record = CSVRecord(buffer: buffer, slots: slots, count: 0)
@@ -152,7 +155,8 @@ final class CSVReader {
     func readRecord() throws -> Bool {
         while true {
             if atFileStart {
-                try fill()
+                // The BOM check needs three bytes, which a small first read may not deliver.
+                repeat { try fill() } while dataEnd < 3 && !endOfFile
                 if dataEnd - position >= 3 && buffer[0] == 0xEF && buffer[1] == 0xBB && buffer[2] == 0xBF { position = 3 }
                 atFileStart = false
             }
@@ -283,7 +287,7 @@ final class CSVReader {
             dataEnd = remaining
             position = 0
         }
-        if capacity - dataEnd < Self.chunkSize {
+        if capacity - dataEnd < chunkSize {
             guard capacity < Self.maximumRecordSize else {
                 throw error(at: 0, "a record longer than \(Self.maximumRecordSize >> 20) MiB (is a quote left open?)")
             }
