@@ -4,6 +4,7 @@ import Strata
 // strata-bench: performance figures measured against a reference in the same run.
 //   swift run -c release strata-bench seed [--rows N] [--quick]
 //   swift run -c release strata-bench decode [--rows N]
+//   swift run -c release strata-bench stream [--csv-mb 1024] [--sql-mb 100]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
@@ -18,13 +19,15 @@ do {
         // Internal: writes the benchmark's manifest and CSV into DIR (for profiling the child alone).
         guard arguments.count == 3, let rows = Int(arguments[2]) else { throw BenchError("usage: strata-bench seed-prepare DIR ROWS") }
         _ = try SeedBenchmark.prepare(directory: URL(fileURLWithPath: arguments[1]), rows: rows)
+    case "stream":
+        try StreamBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "decode-only":
         // Internal: decoding alone, for profiling.
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).profileDecode()
     case "decode":
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
     default:
-        print("usage: strata-bench seed [--rows N] [--quick] | decode [--rows N]")
+        print("usage: strata-bench seed [--rows N] [--quick] | decode [--rows N] | stream [--csv-mb N] [--sql-mb N]")
         exit(2)
     }
 } catch {

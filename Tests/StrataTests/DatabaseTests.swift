@@ -361,3 +361,39 @@ final class DatabaseTests: XCTestCase {
         XCTAssertEqual(Affinity(declaredType: "DECIMAL(10,2)"), .numeric)
     }
 }
+
+extension DatabaseTests {
+    func testEmptyStatementsDoNotEndAScript() throws {
+        let db = try Database()
+        try db.executeScript("CREATE TABLE a (x); ; ;\n;INSERT INTO a VALUES (1);")
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), 1)
+    }
+
+    func testStreamingScriptMatchesInMemoryScriptAtEveryChunkSize() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let path = dir.appendingPathComponent("s.sql").path
+        let script = "\u{FEFF}-- header\r\nCREATE TABLE t (x, note TEXT DEFAULT 'a;b');\r\n;\n"
+            + "CREATE TRIGGER tr AFTER INSERT ON t BEGIN\n  SELECT CASE WHEN NEW.x > 1 THEN 1 ELSE 0 END;\n  INSERT INTO t (x) SELECT 0 WHERE 0;\nEND;\n"
+            + "INSERT INTO t (x) VALUES (1);/* c; */INSERT INTO t (x) VALUES (10)\n"
+        try write(script, to: URL(fileURLWithPath: path))
+        for chunk in [1, 2, 3, 5, 8, 13, 64, 1 << 20] {
+            let db = try Database()
+            try db.executeScript(contentsOfFile: path, chunkSize: chunk)
+            XCTAssertEqual(try db.query("SELECT x FROM t ORDER BY rowid").all().map { $0[0] }, [.integer(1), .integer(10)],
+                           "chunk \(chunk): the last statement is 10, not a prefix of it")
+        }
+        try write("CREATE TABLE a (x);\n\n  INSERT INTO a VALUES (1);\n INSERT INTO nowhere VALUES (2);\nINSERT INTO a VALUES (3);", to: URL(fileURLWithPath: path))
+        for chunk in [1, 7, 1 << 20] {
+            let db = try Database()
+            let error = assertThrows(DatabaseError.self) { try db.executeScript(contentsOfFile: path, chunkSize: chunk) }
+            XCTAssertEqual([error?.line, error?.column], [4, 2], "chunk \(chunk)")
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), 1)
+        }
+        try write("CREATE TABLE a (x);\nSELEC oops;\nCREATE TABLE b (x);", to: URL(fileURLWithPath: path))
+        let db = try Database()
+        let error = assertThrows(DatabaseError.self) { try db.executeScript(contentsOfFile: path, chunkSize: 4) }
+        XCTAssertEqual(error?.line, 2)
+        XCTAssertTrue(error?.message.contains("syntax error") ?? false)
+        XCTAssertThrowsError(try db.executeScript(contentsOfFile: dir.appendingPathComponent("missing.sql").path))
+    }
+}

@@ -23,6 +23,10 @@ public struct Migrator {
 
     // MARK: Validation
 
+    /// Larger files are checked statement by statement as they run instead, so `validate` never reads a huge
+    /// data load into memory.
+    static let lintSizeLimit = 4 << 20
+
     /// Transactional migrations containing statements that cannot run inside a transaction.
     public func lint() -> [ManifestProblem] {
         lintFindings().map(\.problem)
@@ -30,7 +34,10 @@ public struct Migrator {
 
     private func lintFindings() -> [(id: String, problem: ManifestProblem)] {
         manifest.migrations.filter(\.runsInTransaction).flatMap { migration in
-            guard let data = FileManager.default.contents(atPath: migration.path) else { return [(id: String, problem: ManifestProblem)]() }
+            let size = ((try? FileManager.default.attributesOfItem(atPath: migration.path))?[.size] as? NSNumber)?.intValue ?? 0
+            guard size <= Self.lintSizeLimit, let data = FileManager.default.contents(atPath: migration.path) else {
+                return [(id: String, problem: ManifestProblem)]()
+            }
             return SQLLint.findings(in: Checksum.normalizedText([UInt8](data))).map {
                 (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line, column: $0.column),
                                                $0.message + " (\(migration.location))"))
@@ -146,7 +153,11 @@ public struct Migrator {
                     message: "\(status.id) was applied but is no longer in the manifest; restore it, or run 'strata repair' to mark it deleted")
             case .dirty:
                 if Runner.isAliveElsewhere(status.record?.runner) { return nil }
-                return Refusal(reason: .dirty, id: status.id, message: dirtyMessage(status.id, status.record))
+                // The status may be stale: the runner could have finished and exited since it was read. Once it
+                // is gone nothing else can change the record, so a fresh read now is conclusive.
+                let fresh = try? history.record(kind: status.kind, identity: status.id)
+                guard let fresh, fresh.isDirty else { return nil }
+                return Refusal(reason: .dirty, id: status.id, message: dirtyMessage(status.id, fresh))
             default:
                 return nil
             }
@@ -218,7 +229,7 @@ public struct Migrator {
                         try check(record, checksum: checksum, id: migration.id)
                         throw AppliedElsewhere()
                     }
-                    try run(text, of: migration)
+                    try run(migration)
                     try checkForeignKeys(migration)
                     let durationMs = milliseconds(since: started)
                     try history.write(HistoryRecord(
@@ -271,7 +282,7 @@ public struct Migrator {
         let started = ContinuousClock.now
         var failure: StepFailure?
         do {
-            try run(text, of: migration)
+            try run(migration)
             try checkForeignKeys(migration)
         } catch let error as StepFailure {
             failure = error
@@ -353,18 +364,34 @@ public struct Migrator {
         }
     }
 
-    private func read(_ migration: MigrationStep) throws -> (String, String) {
-        guard let data = FileManager.default.contents(atPath: migration.path) else {
+    /// The file's checksum (streamed) and, for files up to `recordedTextLimit`, its text for the history row.
+    private func read(_ migration: MigrationStep) throws -> (String?, String) {
+        do {
+            return (Self.recordedText(of: migration.path), try Checksum.ofFile(atPath: migration.path))
+        } catch {
             throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
                               column: nil, message: "cannot read the migration file")
         }
-        let bytes = [UInt8](data)
-        return (Checksum.normalizedText(bytes), try Checksum.of(bytes))
     }
 
-    private func run(_ text: String, of migration: MigrationStep) throws {
+    /// History keeps the applied SQL of files up to 1 MiB (for drift diffs); larger files, typically data loads,
+    /// are recorded by checksum only so memory never grows with a file's size.
+    static let recordedTextLimit = 1 << 20
+
+    static func recordedText(of path: String) -> String? {
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
+              size.intValue <= recordedTextLimit, let data = FileManager.default.contents(atPath: path) else { return nil }
+        return Checksum.normalizedText([UInt8](data))
+    }
+
+    /// Runs the file streamed from disk. In a transactional file each statement is also checked before it runs
+    /// for what cannot run inside a transaction (`validate` checks files up to 4 MiB ahead of time).
+    private func run(_ migration: MigrationStep) throws {
         do {
-            try database.executeScript(text)
+            try database.executeScript(contentsOfFile: migration.path) { statement in
+                guard migration.runsInTransaction, let finding = SQLLint.findings(in: statement.sql).first else { return }
+                throw DatabaseError(code: SQLITE_MISUSE, message: finding.message)
+            }
         } catch let error as DatabaseError where error.resultCode != SQLITE_BUSY {
             throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: error.line,
                               column: error.column, message: error.message)
@@ -409,9 +436,7 @@ public struct Migrator {
                         continue
                     }
                     var text: String?
-                    if case .migration = step, let data = FileManager.default.contents(atPath: step.filePath) {
-                        text = Checksum.normalizedText([UInt8](data))
-                    }
+                    if case .migration = step { text = Self.recordedText(of: step.filePath) }
                     let checksum: String
                     do { checksum = try Checksum.ofFile(atPath: step.filePath) } catch {
                         throw MigrationError.invalidStep("cannot read \(displayPath(step.filePath))")
@@ -439,9 +464,8 @@ public struct Migrator {
                     case .drifted:
                         guard let checksum = status.checksum else { continue }
                         var text = record.appliedSQL
-                        if status.kind == .migration, let path = status.step?.filePath,
-                           let data = FileManager.default.contents(atPath: path) {
-                            text = Checksum.normalizedText([UInt8](data))
+                        if status.kind == .migration, let path = status.step?.filePath {
+                            text = Self.recordedText(of: path)
                         }
                         try history.write(record.with(checksum: checksum, appliedSQL: text))
                         report.realigned.append(status.id)
