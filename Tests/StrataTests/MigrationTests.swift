@@ -198,6 +198,25 @@ final class MigrationTests: XCTestCase {
         XCTAssertFalse(try project.database().tableExists("a"), "nothing runs")
     }
 
+    func testLargeFilesAreCheckedStatementByStatementAndRecordedByChecksumOnly() throws {
+        let padding = String(repeating: "-- padding padding padding padding padding padding padding padding\n", count: 70_000)
+        let project = try Project(self, files: [
+            "sql/1_big.sql": "CREATE TABLE a (x);\n" + padding + "INSERT INTO a VALUES (1);\n",
+            "sql/2_big.sql": "CREATE TABLE b (x);\n" + padding + "PRAGMA foreign_keys = OFF;\n",
+        ])
+        XCTAssertGreaterThan(padding.utf8.count, Migrator.lintSizeLimit)
+        XCTAssertEqual(try project.migrator().lint(), [], "files above the lint limit are not read ahead of time")
+        let report = try project.migrator().migrate()
+        XCTAssertEqual(report.applied.map(\.id), ["1_big.sql"])
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertEqual(failure.line, 70_002)
+        XCTAssertTrue(failure.message.contains("transaction=\"none\""), failure.message)
+        let db = try project.database()
+        XCTAssertFalse(try db.tableExists("b"))
+        XCTAssertEqual(try db.scalar("SELECT applied_sql IS NULL FROM strata_history WHERE identity = '1_big.sql'", as: Bool.self), true)
+        XCTAssertEqual(try project.migrator().status().first?.state, .applied)
+    }
+
     func testForeignKeyCheckNamesViolatingRows() throws {
         let project = try Project(self, files: [
             "sql/1_a.sql": "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);\nINSERT INTO child VALUES (7, 42);",

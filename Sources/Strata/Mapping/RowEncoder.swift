@@ -70,7 +70,7 @@ struct RowEncoder: Encoder {
     }
 }
 
-struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+struct RowEncodingContainer<Key: CodingKey>: NullWritingContainer {
     let encoding: RowEncoding
     var codingPath: [any CodingKey] { [] }
 
@@ -101,7 +101,25 @@ struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         encoding.append(key.stringValue, .integer(exact))
     }
 
-    // Synthesized code skips nil optionals; write NULL instead so the column list is the same for every value.
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(InvalidContainer(typeName: encoding.typeName))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        InvalidContainer(typeName: encoding.typeName)
+    }
+
+    mutating func superEncoder() -> any Encoder { RowEncoder(encoding: encoding) }
+    mutating func superEncoder(forKey key: Key) -> any Encoder { RowEncoder(encoding: encoding) }
+}
+
+/// A keyed container that writes NULL for nil optionals. Synthesized `encode(to:)` skips nil optionals, which
+/// would leave their columns out; Strata's containers write NULL so every value fills the same columns (and an
+/// UPDATE clears what became nil).
+protocol NullWritingContainer: KeyedEncodingContainerProtocol {}
+
+extension NullWritingContainer {
     mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
     mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
     mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
@@ -119,18 +137,6 @@ struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws {
         if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
     }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
-        -> KeyedEncodingContainer<NestedKey> {
-        KeyedEncodingContainer(InvalidContainer(typeName: encoding.typeName))
-    }
-
-    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        InvalidContainer(typeName: encoding.typeName)
-    }
-
-    mutating func superEncoder() -> any Encoder { RowEncoder(encoding: encoding) }
-    mutating func superEncoder(forKey key: Key) -> any Encoder { RowEncoder(encoding: encoding) }
 }
 
 /// Captures a value that encodes itself as one single value (a raw-value enum, a wrapper); asking it for a

@@ -115,12 +115,15 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
 
     /// `file:line:column: message`
-    public var description: String {
-        var place = file
-        if let line { place += ":\(line)" }
-        if let column { place += ":\(column)" }
-        return "\(place): \(message)"
-    }
+    public var description: String { placeDescription(file, line, column, message) }
+}
+
+/// `file:line:column: message`, leaving out what is unknown.
+func placeDescription(_ file: String, _ line: Int?, _ column: Int?, _ message: String) -> String {
+    var place = file
+    if let line { place += ":\(line)" }
+    if let column { place += ":\(column)" }
+    return "\(place): \(message)"
 }
 
 /// The outcome of `migrate`: what was applied, what others had already applied, and the failure if any.

@@ -7,12 +7,7 @@ public struct SeedError: Error, Sendable, Equatable, CustomStringConvertible {
     public let column: Int?
     public let message: String
 
-    public var description: String {
-        var place = file
-        if let line { place += ":\(line)" }
-        if let column { place += ":\(column)" }
-        return "\(place): \(message)"
-    }
+    public var description: String { placeDescription(file, line, column, message) }
 }
 
 /// Loads one CSV seed set into its table inside the caller's transaction, streaming the file.
