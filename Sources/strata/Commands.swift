@@ -104,6 +104,8 @@ struct Commands {
                 output.line(Self.appliedLine(step, width: idWidth))
             case .seedProgress(let id, let rows, let read, let total):
                 progress.update(id: id, rows: rows, bytesRead: read, totalBytes: total)
+            case .scriptProgress(let id, let read, let total):
+                progress.update(id: id, bytesRead: read, totalBytes: total)
             case .waiting(let message):
                 output.log(message)
             }
@@ -324,6 +326,14 @@ struct ProgressLine {
         let percent = totalBytes > 0 ? bytesRead * 100 / totalBytes : 100
         let rate = Int(Double(rows) / seconds)
         FileHandle.standardError.write(Data("\r  loading \(id): \(formatCount(rows)) rows, \(formatCount(rate)) rows/s, \(percent)%\u{1B}[K".utf8))
+        shown = true
+    }
+
+    /// A long SQL file: shown once it spans more than one read.
+    mutating func update(id: String, bytesRead: Int, totalBytes: Int) {
+        guard enabled, totalBytes > 1 << 20 else { return }
+        let percent = totalBytes > 0 ? bytesRead * 100 / totalBytes : 100
+        FileHandle.standardError.write(Data("\r  applying \(id): \(percent)% of \(totalBytes >> 20) MiB\u{1B}[K".utf8))
         shown = true
     }
 

@@ -378,7 +378,13 @@ extension DatabaseTests {
         try write(script, to: URL(fileURLWithPath: path))
         for chunk in [1, 2, 3, 5, 8, 13, 64, 1 << 20] {
             let db = try Database()
-            try db.executeScript(contentsOfFile: path, chunkSize: chunk)
+            var reported: [Int] = []
+            try db.executeScript(contentsOfFile: path, chunkSize: chunk, progress: { read, total in
+                XCTAssertEqual(total, script.utf8.count)
+                reported.append(read)
+            })
+            XCTAssertEqual(reported.last, script.utf8.count, "chunk \(chunk)")
+            XCTAssertEqual(reported, reported.sorted())
             XCTAssertEqual(try db.query("SELECT x FROM t ORDER BY rowid").all().map { $0[0] }, [.integer(1), .integer(10)],
                            "chunk \(chunk): the last statement is 10, not a prefix of it")
         }

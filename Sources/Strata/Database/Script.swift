@@ -117,7 +117,9 @@ extension Database {
     /// Runs a SQL file statement by statement, reading it in chunks: memory holds one statement and one chunk,
     /// whatever the file's size. Errors carry the failing statement's 1-based line and column, as
     /// `executeScript(_:)` does. A UTF-8 BOM at the start is skipped.
+    /// - Parameter progress: called after each chunk is read with the bytes read so far and the file's size.
     public func executeScript(contentsOfFile path: String, chunkSize: Int = 1 << 20,
+                              progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)? = nil,
                               beforeEach: ((Statement) throws -> Void)? = nil) throws {
         guard !isClosed else { throw DatabaseError.misuse("the database connection is closed") }
         guard let file = FileHandle(forReadingAtPath: path) else {
@@ -128,6 +130,8 @@ extension Database {
         var endOfFile = false
         var position = TextPosition()
         var atStart = true
+        var bytesRead = 0
+        let totalBytes = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
 
         func readMore() throws {
             var data = try file.read(upToCount: max(chunkSize, 1)) ?? Data()
@@ -135,6 +139,10 @@ extension Database {
             if atStart {
                 // The BOM check needs the first three bytes, which a small read may split.
                 while data.count < 3, let more = try file.read(upToCount: 3 - data.count), !more.isEmpty { data.append(more) }
+            }
+            bytesRead += data.count
+            progress?(bytesRead, totalBytes)
+            if atStart {
                 atStart = false
                 if data.starts(with: [0xEF, 0xBB, 0xBF]) { data.removeFirst(3) }
             }

@@ -177,5 +177,7 @@ public enum MigrationEvent: Sendable {
     case started(PlanStep, PlanReason)
     case finished(AppliedStep)
     case seedProgress(id: String, rows: Int, bytesRead: Int, totalBytes: Int)
+    /// A migration file being read and run; reported per chunk read (1 MiB).
+    case scriptProgress(id: String, bytesRead: Int, totalBytes: Int)
     case waiting(String)
 }

@@ -187,7 +187,7 @@ public struct Migrator {
                 let outcome: StepOutcome
                 switch planned.step {
                 case .migration(let migration) where migration.runsInTransaction:
-                    outcome = try applyInTransaction(migration)
+                    outcome = try applyInTransaction(migration, progress)
                 case .migration(let migration):
                     outcome = try applyOutsideTransaction(migration, options, progress)
                 case .seed(let seed):
@@ -218,7 +218,7 @@ public struct Migrator {
     /// Thrown inside a transaction to roll it back without error when another process got there first.
     private struct AppliedElsewhere: Error {}
 
-    private func applyInTransaction(_ migration: MigrationStep) throws -> StepOutcome {
+    private func applyInTransaction(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let (text, checksum) = try read(migration)
         let started = ContinuousClock.now
         do {
@@ -229,7 +229,7 @@ public struct Migrator {
                         try check(record, checksum: checksum, id: migration.id)
                         throw AppliedElsewhere()
                     }
-                    try run(migration)
+                    try run(migration, progress)
                     try checkForeignKeys(migration)
                     let durationMs = milliseconds(since: started)
                     try history.write(HistoryRecord(
@@ -282,7 +282,7 @@ public struct Migrator {
         let started = ContinuousClock.now
         var failure: StepFailure?
         do {
-            try run(migration)
+            try run(migration, progress)
             try checkForeignKeys(migration)
         } catch let error as StepFailure {
             failure = error
@@ -386,9 +386,11 @@ public struct Migrator {
 
     /// Runs the file streamed from disk. In a transactional file each statement is also checked before it runs
     /// for what cannot run inside a transaction (`validate` checks files up to 4 MiB ahead of time).
-    private func run(_ migration: MigrationStep) throws {
+    private func run(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?) throws {
         do {
-            try database.executeScript(contentsOfFile: migration.path) { statement in
+            try database.executeScript(contentsOfFile: migration.path, progress: { read, total in
+                progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
+            }) { statement in
                 guard migration.runsInTransaction, let finding = SQLLint.findings(in: statement.sql).first else { return }
                 throw DatabaseError(code: SQLITE_MISUSE, message: finding.message)
             }
