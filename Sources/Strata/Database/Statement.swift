@@ -155,30 +155,9 @@ public final class Statement {
         while try step() {}
     }
 
-    // Typed column reads for decoders; indexes are 0-based and refer to the current row.
-
-    /// SQLite's storage class of a column in the current row.
-    @inline(__always) public func storageClass(at index: Int32) -> StorageClass {
-        switch sqlite3_column_type(handle, index) {
-        case SQLITE_INTEGER: .integer
-        case SQLITE_FLOAT: .real
-        case SQLITE_TEXT: .text
-        case SQLITE_BLOB: .blob
-        default: .null
-        }
-    }
-    @inline(__always) public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
-    @inline(__always) public func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
-    @inline(__always) public func string(at index: Int32) -> String {
-        guard let text = sqlite3_column_text(handle, index) else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
-    }
-
-    /// Calls `body` with a text column's UTF-8 bytes, valid only during the call.
-    @inline(__always) public func withText<R>(at index: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        let text = sqlite3_column_text(handle, index)
-        return try body(UnsafeBufferPointer(start: text, count: text == nil ? 0 : Int(sqlite3_column_bytes(handle, index))))
-    }
+    /// Typed reads of the current row's columns, as a plain value: holding one costs no reference counting,
+    /// which matters when a decoder reads millions of fields.
+    public var columns: ColumnValues { ColumnValues(handle: handle) }
 
     /// Advances to the next row; false after the last. Throws SQLite's error.
     public func next() throws -> Bool { try step() }
@@ -218,5 +197,33 @@ public final class Statement {
 
     func error(_ code: Int32) -> DatabaseError {
         DatabaseError(code: code, message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+    }
+}
+
+/// Typed reads of a statement's current row; indexes are 0-based. Valid while the statement is alive and on
+/// the same row.
+public struct ColumnValues {
+    let handle: OpaquePointer
+
+    /// SQLite's storage class of a column.
+    @inline(__always) public func storageClass(at index: Int32) -> StorageClass {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER: .integer
+        case SQLITE_FLOAT: .real
+        case SQLITE_TEXT: .text
+        case SQLITE_BLOB: .blob
+        default: .null
+        }
+    }
+    @inline(__always) public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+    @inline(__always) public func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
+    @inline(__always) public func string(at index: Int32) -> String {
+        guard let text = sqlite3_column_text(handle, index) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
+    }
+    /// Calls `body` with a text column's UTF-8 bytes, valid only during the call.
+    @inline(__always) public func withText<R>(at index: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let text = sqlite3_column_text(handle, index)
+        return try body(UnsafeBufferPointer(start: text, count: text == nil ? 0 : Int(sqlite3_column_bytes(handle, index))))
     }
 }

@@ -7,6 +7,8 @@ import Foundation
 /// dictionary lookup.
 final class DecodingContext {
     let statement: Statement
+    /// The statement's column reader, kept as a value so field reads need no reference counting.
+    let columns: ColumnValues
     let typeName: String
     let layout: ModelLayout?
     /// 1-based position of the current row in the result.
@@ -22,6 +24,7 @@ final class DecodingContext {
 
     init(statement: Statement, typeName: String, layout: ModelLayout?) {
         self.statement = statement
+        columns = statement.columns
         self.typeName = typeName
         self.layout = layout
         counters.initialize(repeating: 0, count: 2)
@@ -162,12 +165,12 @@ struct RowContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     @inline(__always)
     private func optionalColumn(_ key: Key) -> Int32? {
         let column = context.column(for: key.stringValue)
-        guard column >= 0, context.statement.storageClass(at: column) != .null else { return nil }
+        guard column >= 0, context.columns.storageClass(at: column) != .null else { return nil }
         return column
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        context.statement.storageClass(at: try column(key)) == .null
+        context.columns.storageClass(at: try column(key)) == .null
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
@@ -282,7 +285,7 @@ struct RowContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 enum ColumnReader {
     @inline(__always)
     static func integer<T: FixedWidthInteger>(_ context: DecodingContext, _ column: Int32, _ key: String) throws -> T {
-        let statement = context.statement
+        let statement = context.columns
         switch statement.storageClass(at: column) {
         case .integer:
             let value = statement.int64(at: column)
@@ -303,7 +306,7 @@ enum ColumnReader {
 
     @inline(__always)
     static func double(_ context: DecodingContext, _ column: Int32, _ key: String) throws -> Double {
-        let statement = context.statement
+        let statement = context.columns
         switch statement.storageClass(at: column) {
         case .real: return statement.double(at: column)
         case .integer: return Double(statement.int64(at: column))
@@ -314,7 +317,7 @@ enum ColumnReader {
 
     @inline(__always)
     static func bool(_ context: DecodingContext, _ column: Int32, _ key: String) throws -> Bool {
-        let statement = context.statement
+        let statement = context.columns
         switch statement.storageClass(at: column) {
         case .integer:
             switch statement.int64(at: column) {
@@ -329,7 +332,7 @@ enum ColumnReader {
 
     @inline(__always)
     static func string(_ context: DecodingContext, _ column: Int32, _ key: String) throws -> String {
-        let statement = context.statement
+        let statement = context.columns
         switch statement.storageClass(at: column) {
         case .text: return statement.string(at: column)
         case .null: throw context.error(key, column, "is NULL but \(key) is not optional")
@@ -340,7 +343,7 @@ enum ColumnReader {
     /// Any other `Decodable`: Foundation value types by their database forms, types adopting
     /// `DatabaseValueConvertible`, single values (raw-value enums), and anything else from JSON text.
     static func value<T: Decodable>(_ type: T.Type, _ context: DecodingContext, _ column: Int32, _ key: String) throws -> T {
-        let statement = context.statement
+        let statement = context.columns
         let storage = statement.storageClass(at: column)
         if storage == .null {
             throw context.error(key, column, "is NULL but \(key) is not optional")
@@ -363,7 +366,7 @@ enum ColumnReader {
             return unsafeBitCast(date, to: T.self)
         }
         if let convertible = T.self as? any DatabaseValueConvertible.Type {
-            guard let value = convertible.fromDatabaseValue(statement.value(at: column)) as? T else {
+            guard let value = convertible.fromDatabaseValue(context.statement.value(at: column)) as? T else {
                 throw context.error(key, column, "does not convert to \(T.self)")
             }
             return value
@@ -399,7 +402,7 @@ struct ColumnDecoder: Decoder, SingleValueDecodingContainer {
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw NeedsJSON() }
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
 
-    func decodeNil() -> Bool { context.statement.storageClass(at: column) == .null }
+    func decodeNil() -> Bool { context.columns.storageClass(at: column) == .null }
     func decode(_ type: Bool.Type) throws -> Bool { try ColumnReader.bool(context, column, key) }
     func decode(_ type: String.Type) throws -> String { try ColumnReader.string(context, column, key) }
     func decode(_ type: Double.Type) throws -> Double { try ColumnReader.double(context, column, key) }
