@@ -183,9 +183,9 @@ extension Database {
                     text[statementEnd] = saved
                 }
             }
-            if code == SQLITE_OK && statement != nil && (complete || statementEnd < buffer.end || endOfFile) {
+            if code == SQLITE_OK, let prepared = statement, complete || statementEnd < buffer.end || endOfFile {
                 let sql = buffer.string(from: buffer.start, to: statementEnd)
-                let compiled = Statement(handle: statement!, connection: handle, sql: sql)
+                let compiled = Statement(handle: prepared, connection: handle, sql: sql)
                 do {
                     try beforeEach?(compiled)
                     while try compiled.step() {}

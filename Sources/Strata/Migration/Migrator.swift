@@ -330,7 +330,7 @@ public struct Migrator {
                         throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
                                           message: error.message)
                     }
-                    guard let checksum = knownChecksum ?? loaded.checksum else { throw AppliedElsewhere() }
+                    let checksum = try knownChecksum ?? loaded.checksum ?? seedChecksum(seed)
                     let durationMs = milliseconds(since: started)
                     try history.write(HistoryRecord(
                         kind: .seed, identity: seed.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,

@@ -90,7 +90,7 @@ public enum SQLLint {
 
         func token(_ word: String) {
             if current == nil { current = Statement(line: line, column: column) }
-            if current!.words.count < 8 { current!.words.append(word) }
+            if (current?.words.count ?? 0) < 8 { current?.words.append(word) }
         }
 
         while index < bytes.count {
@@ -126,8 +126,8 @@ public enum SQLLint {
                 while index < bytes.count && isWordByte(bytes[index]) { advance(1) }
                 let word = String(decoding: bytes[start..<index], as: UTF8.self).uppercased()
                 if current == nil { current = Statement(line: startLine, column: startColumn) }
-                if current!.words.count < 8 { current!.words.append(word) }
-                let words = current!.words
+                if (current?.words.count ?? 0) < 8 { current?.words.append(word) }
+                let words = current?.words ?? []
                 if words.count <= 4 && word == "TRIGGER" && words.first == "CREATE" { isTrigger = true }
                 if isTrigger {
                     if !inTriggerBody && word == "BEGIN" { inTriggerBody = true; caseDepth = 0 }
