@@ -93,8 +93,9 @@ enum CLI {
                 print("Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)")
                 return ExitCode.success
             }
-            output = Output(invocation)
-            return try Commands(invocation: invocation, output: Output(invocation)).run()
+            let commandOutput = Output(invocation)
+            output = commandOutput
+            return try Commands(invocation: invocation, output: commandOutput).run()
         } catch let error as UsageError {
             printError("strata \(spec.name): \(error)\nUsage: \(spec.usage)")
             return ExitCode.usage
