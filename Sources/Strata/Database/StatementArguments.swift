@@ -39,11 +39,4 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
         guard let first = name.first, first == ":" || first == "@" || first == "$" else { return name }
         return String(name.dropFirst())
     }
-
-    var isEmpty: Bool {
-        switch self {
-        case .positional(let values): values.isEmpty
-        case .named(let values): values.isEmpty
-        }
-    }
 }
