@@ -79,11 +79,12 @@ public struct Migrator {
 
     /// What `migrate` would do with these options, writing nothing.
     public func plan(_ options: MigrationOptions = MigrationOptions()) throws -> MigrationPlan {
-        try plan(options, countingRows: true)
+        try plan(options, forMigrate: false)
     }
 
-    /// `migrate` skips counting seed rows: that would read every pending CSV file once more.
-    private func plan(_ options: MigrationOptions, countingRows: Bool) throws -> MigrationPlan {
+    /// For `migrate`, seed rows are not counted and the plan id is computed only when one is expected: both would
+    /// read pending files once more.
+    private func plan(_ options: MigrationOptions, forMigrate: Bool) throws -> MigrationPlan {
         let statuses = try status(options)
         var refusals = refusals(for: statuses, options)
         let lastApplied = statuses.filter { $0.kind == .migration && ($0.state == .applied || $0.state == .drifted) }
@@ -110,13 +111,13 @@ public struct Migrator {
                         message: "seed \(seed.id) runs after migration \(pendingMigration), which is pending; run 'strata migrate' first"))
                 }
                 steps.append(PlannedStep(step: step, reason: status.state == .changed ? .reapply : .pending,
-                                         rowCount: countingRows ? try? SeedLoader.countRows(seed) : nil))
+                                         rowCount: forMigrate ? nil : try? SeedLoader.countRows(seed)))
             }
         }
         let pendingIDs = Set(steps.map(\.step.id))
         refusals += lintFindings().filter { pendingIDs.contains($0.id) }
             .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
-        let id = try planID(steps)
+        let id = forMigrate && options.expectedPlanID == nil ? "" : try planID(steps)
         if let expected = options.expectedPlanID, expected != id {
             refusals.append(Refusal(reason: .planChanged, id: expected,
                 message: "the plan changed since it was reviewed (plan id \(expected), now \(id)): a file or the database changed; run 'strata plan' again"))
@@ -177,7 +178,7 @@ public struct Migrator {
     /// `MigrationError.refused` before anything runs; a failing step is returned in `MigrationReport.failure`.
     public func migrate(_ options: MigrationOptions = MigrationOptions(),
                         progress: ((MigrationEvent) -> Void)? = nil) throws -> MigrationReport {
-        let plan = try plan(options, countingRows: false)
+        let plan = try plan(options, forMigrate: true)
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
         var report = MigrationReport()
         for planned in plan.steps {
