@@ -129,9 +129,9 @@ final class SeedingTests: XCTestCase {
     }
 
     func testConstraintFailuresInsideAndAfterBatchesNameTheirLine() throws {
-        // Rows go 32 to a statement; a failing row in the middle of a batch, a duplicate within one batch,
+        // Rows go 64 to a statement; a failing row in the middle of a batch, a duplicate within one batch,
         // and a failure in the last partial batch must each name their own line.
-        for (failingRow, total) in [(45, 100), (70, 100), (99, 100), (3, 5)] {
+        for (failingRow, total) in [(45, 100), (100, 200), (70, 100), (99, 100), (3, 5)] {
             var csv = "code,v\n"
             for i in 1...total { csv += "c\(i == failingRow ? 1 : i),\(i)\n" }
             let project = try project(schema: "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER);",

@@ -14,8 +14,8 @@ public struct SeedError: Error, Sendable, Equatable, CustomStringConvertible {
 struct SeedLoader {
     /// How often (in rows) progress is reported.
     static let progressInterval = 50_000
-    /// Rows per multi-row INSERT; beyond about 32 the gain levels off.
-    static let maximumBatch = 32
+    /// Rows per multi-row INSERT; measured here, 64 beat 32 by a few percent.
+    static let maximumBatch = 64
 
     let step: SeedStep
     let database: Database
