@@ -82,6 +82,7 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(try Checksum.of([0xEF, 0xBB, 0xBF] + Array("a\nb\n".utf8)), lf)
         XCTAssertNotEqual(try Checksum.of(Array("a\nb \n".utf8)), lf)
         XCTAssertEqual(try Checksum.of([]), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        XCTAssertEqual(Checksum.normalizedText([0xEF, 0xBB, 0xBF] + Array("a\r\nb\rc\n\r\né".utf8)), "a\nb\nc\n\né")
         // Streaming over chunk boundaries gives the same result as hashing at once.
         let dir = try makeTemporaryDirectory(self)
         let big = String(repeating: "line\r\n", count: 400_000)

@@ -31,22 +31,36 @@ public enum Checksum {
 
     /// The normalised text (BOM removed, CRLF and CR turned into LF), as recorded in history.
     public static func normalizedText(_ bytes: [UInt8]) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var start = 0
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
-        var index = start
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == 0x0D {
-                output.append(0x0A)
-                if index + 1 < bytes.count && bytes[index + 1] == 0x0A { index += 1 }
-            } else {
-                output.append(byte)
+        let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
+        var previousWasCR = false
+        return body.withUnsafeBufferPointer { input in
+            String(unsafeUninitializedCapacity: input.count) { output in
+                guard let target = output.baseAddress else { return 0 }
+                return normalizeLineEndings(input, into: target, previousWasCR: &previousWasCR)
             }
-            index += 1
         }
-        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Copies `input` to `output` (room for `input.count` bytes) with CRLF and lone CR turned into LF; returns the
+    /// bytes written. `previousWasCR` carries a CR at the end of one chunk over to the next, so chunked input
+    /// normalises exactly as the whole would.
+    static func normalizeLineEndings(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>,
+                                     previousWasCR: inout Bool) -> Int {
+        var written = 0
+        for byte in input {
+            if byte == 0x0D {
+                output[written] = 0x0A
+                written += 1
+                previousWasCR = true
+            } else {
+                if !(byte == 0x0A && previousWasCR) {
+                    output[written] = byte
+                    written += 1
+                }
+                previousWasCR = false
+            }
+        }
+        return written
     }
 }
 
@@ -118,25 +132,8 @@ final class NormalizingHasher {
             scratch = .allocate(capacity: count)
             scratchCapacity = count
         }
-        let out = scratch
-        var written = 0
-        var previousWasCR = lastWasCR
-        for index in 0..<count {
-            let byte = base[index]
-            if byte == 0x0D {
-                out[written] = 0x0A
-                written += 1
-                previousWasCR = true
-            } else {
-                if !(byte == 0x0A && previousWasCR) {
-                    out[written] = byte
-                    written += 1
-                }
-                previousWasCR = false
-            }
-        }
-        lastWasCR = previousWasCR
-        _ = EVP_DigestUpdate(context, out, written)
+        let written = Checksum.normalizeLineEndings(input, into: scratch, previousWasCR: &lastWasCR)
+        _ = EVP_DigestUpdate(context, scratch, written)
     }
 
     func finish() throws -> String {
