@@ -154,27 +154,28 @@ struct Commands {
         let manifest = try self.manifest()
         let path = try databasePath(manifest)
         let plan = try Migrator(manifest: manifest, database: try openForReading(path)).plan(try options)
-        let withSQL = invocation.has("sql")
+        // With --sql, each migration's text, read once for whichever output is printed.
+        let sql: [String?] = plan.steps.map { step in
+            guard invocation.has("sql"), case .migration(let migration) = step.step else { return nil }
+            return try? String(contentsOfFile: migration.path, encoding: .utf8)
+        }
         if plan.steps.isEmpty {
             output.line("Nothing to do: \(path) is up to date.")
         } else {
             output.line("migrate would apply \(plan.steps.count) step\(plan.steps.count == 1 ? "" : "s") to \(path) (plan id \(plan.id)):")
             let lines = table(plan.steps.map(Self.plannedRow)).split(separator: "\n")
-            for (step, line) in zip(plan.steps, lines) {
+            for (line, text) in zip(lines, sql) {
                 output.line(String(line))
-                if withSQL, case .migration(let migration) = step.step, let text = try? String(contentsOfFile: migration.path, encoding: .utf8) {
+                if let text {
                     output.line(text.split(separator: "\n", omittingEmptySubsequences: false).map { "      " + $0 }.joined(separator: "\n"))
                 }
             }
         }
         output.object(["command": "plan", "database": .string(path), "planId": .string(plan.id),
-                       "steps": .array(plan.steps.map { step in
-                           var object = Self.json(step)
-                           if withSQL, case .migration(let migration) = step.step, case .object(var pairs) = object {
-                               pairs.append(("sql", .optional(try? String(contentsOfFile: migration.path, encoding: .utf8))))
-                               object = .object(pairs)
-                           }
-                           return object
+                       "steps": .array(zip(plan.steps, sql).map { step, text in
+                           guard invocation.has("sql"), case .migration = step.step,
+                                 case .object(let pairs) = Self.json(step) else { return Self.json(step) }
+                           return .object(pairs + [("sql", .optional(text))])
                        }),
                        "refusals": .array(plan.refusals.map(Self.json))])
         for refusal in plan.refusals { output.error("refused: \(refusal.message)") }
@@ -321,8 +322,8 @@ struct ProgressLine {
         guard enabled else { return }
         let start = started ?? ContinuousClock.now
         started = start
-        let seconds = max(Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-                          + Double((ContinuousClock.now - start).components.seconds), 0.001)
+        let elapsed = (ContinuousClock.now - start).components
+        let seconds = max(Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, 0.001)
         let percent = totalBytes > 0 ? bytesRead * 100 / totalBytes : 100
         let rate = Int(Double(rows) / seconds)
         FileHandle.standardError.write(Data("\r  loading \(id): \(formatCount(rows)) rows, \(formatCount(rate)) rows/s, \(percent)%\u{1B}[K".utf8))

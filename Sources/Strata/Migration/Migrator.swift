@@ -368,7 +368,11 @@ public struct Migrator {
     /// The file's checksum (streamed) and, for files up to `recordedTextLimit`, its text for the history row.
     private func read(_ migration: MigrationStep) throws -> (String?, String) {
         do {
-            return (Self.recordedText(of: migration.path), try Checksum.ofFile(atPath: migration.path))
+            // A small file is read once for both its recorded text and its checksum; a large one is hashed streaming.
+            if let bytes = Self.smallFileBytes(migration.path) {
+                return (Checksum.normalizedText(bytes), try Checksum.of(bytes))
+            }
+            return (nil, try Checksum.ofFile(atPath: migration.path))
         } catch {
             throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
                               column: nil, message: "cannot read the migration file")
@@ -380,9 +384,14 @@ public struct Migrator {
     static let recordedTextLimit = 1 << 20
 
     static func recordedText(of path: String) -> String? {
+        smallFileBytes(path).map(Checksum.normalizedText)
+    }
+
+    /// The file's bytes when it is no larger than `recordedTextLimit`.
+    private static func smallFileBytes(_ path: String) -> [UInt8]? {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
               size.intValue <= recordedTextLimit, let data = FileManager.default.contents(atPath: path) else { return nil }
-        return Checksum.normalizedText([UInt8](data))
+        return [UInt8](data)
     }
 
     /// Runs the file streamed from disk. In a transactional file each statement is also checked before it runs
