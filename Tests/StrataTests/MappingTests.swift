@@ -317,6 +317,58 @@ final class MappingTests: XCTestCase {
         XCTAssertTrue(cli.stderr.contains("manifest.xml:3: model Book"), cli.stderr)
     }
 
+    /// The decoder predicts each row's keys from the first row's order; a row that asks for another key at the
+    /// same position must still read the right column, whether keys are compared by type and bytes or by name.
+    func testRowsThatAskForDifferentKeysReadTheRightColumns() throws {
+        enum KindKeys: CodingKey { case kind, unused }
+        /// Two key types whose first cases have the same single byte.
+        enum CircleKeys: CodingKey { case radius, unused }
+        enum SquareKeys: CodingKey { case side, unused }
+        /// Plain data of 8 bytes: compared by its bytes.
+        struct IndexKey: CodingKey {
+            let index: Int
+            var stringValue: String { index == 1 ? "radius" : "side" }
+            init(_ index: Int) { self.index = index }
+            init?(stringValue: String) { nil }
+            var intValue: Int? { nil }
+            init?(intValue: Int) { nil }
+        }
+        /// Not plain data: compared by name.
+        struct NameKey: CodingKey {
+            var stringValue: String
+            init?(stringValue: String) { self.stringValue = stringValue }
+            var intValue: Int? { nil }
+            init?(intValue: Int) { nil }
+        }
+        struct Shape<Mode>: Decodable {
+            var size: Double
+            init(from decoder: any Decoder) throws {
+                let circle = try decoder.container(keyedBy: KindKeys.self).decode(String.self, forKey: .kind) == "circle"
+                switch Mode.self {
+                case is CircleKeys.Type:
+                    size = circle ? try decoder.container(keyedBy: CircleKeys.self).decode(Double.self, forKey: .radius)
+                                  : try decoder.container(keyedBy: SquareKeys.self).decode(Double.self, forKey: .side)
+                case is IndexKey.Type:
+                    size = try decoder.container(keyedBy: IndexKey.self).decode(Double.self, forKey: IndexKey(circle ? 1 : 2))
+                default:
+                    let key = NameKey(stringValue: circle ? "radius" : "side")!
+                    size = try decoder.container(keyedBy: NameKey.self).decode(Double.self, forKey: key)
+                }
+            }
+        }
+        XCTAssertEqual(MemoryLayout<CircleKeys>.size, 1)
+        XCTAssertEqual(MemoryLayout<IndexKey>.size, 8)
+        let db = try database("""
+            CREATE TABLE shapes (kind TEXT, radius REAL, side REAL);
+            INSERT INTO shapes VALUES ('circle', 1.5, 99), ('square', 99, 2.5), ('circle', 3.5, 99), ('square', 99, 4.5);
+            """)
+        let store = ModelStore(database: db)
+        let sql = "SELECT * FROM shapes ORDER BY rowid"
+        XCTAssertEqual(try store.fetchAll(Shape<CircleKeys>.self, sql: sql).map(\.size), [1.5, 2.5, 3.5, 4.5])
+        XCTAssertEqual(try store.fetchAll(Shape<IndexKey>.self, sql: sql).map(\.size), [1.5, 2.5, 3.5, 4.5])
+        XCTAssertEqual(try store.fetchAll(Shape<NameKey>.self, sql: sql).map(\.size), [1.5, 2.5, 3.5, 4.5])
+    }
+
     func testFetchingScalarsAndCursorStyleIteration() throws {
         let db = try database("CREATE TABLE n (x INTEGER); INSERT INTO n VALUES (1), (2), (3);")
         let store = ModelStore(database: db)

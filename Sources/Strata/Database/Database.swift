@@ -55,6 +55,8 @@ public final class Database {
         case .inMemory: filename = ":memory:"
         case .temporary: filename = ""
         }
+        // A connection is used by one thread at a time (`DatabaseQueue` serializes), so SQLite's per-call mutex
+        // is pure cost; `ColumnValue` relies on its absence too.
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= configuration.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var connection: OpaquePointer?

@@ -205,9 +205,23 @@ public final class Statement {
 public struct ColumnValues {
     let handle: OpaquePointer
 
-    /// SQLite's storage class of a column.
-    @inline(__always) public func storageClass(at index: Int32) -> StorageClass {
-        switch sqlite3_column_type(handle, index) {
+    /// One column of the current row, looked up once for a type check and a read.
+    @inline(__always) public func value(at index: Int32) -> ColumnValue {
+        ColumnValue(handle: sqlite3_column_value(handle, index))
+    }
+}
+
+/// One column of a statement's current row. Each `sqlite3_column_*` call looks the column up and checks for
+/// allocation failures again; a decoder that checks the type before reading pays that twice per field, so it
+/// reads through the column's `sqlite3_value` instead. SQLite documents such values as usable with the
+/// `sqlite3_value_*` readers when the connection needs no mutex, which `Database` ensures
+/// (`SQLITE_OPEN_NOMUTEX`). Valid until the statement steps, resets or is finalized.
+public struct ColumnValue {
+    let handle: OpaquePointer?
+
+    /// SQLite's storage class of the value.
+    @inline(__always) public var storageClass: StorageClass {
+        switch sqlite3_value_type(handle) {
         case SQLITE_INTEGER: .integer
         case SQLITE_FLOAT: .real
         case SQLITE_TEXT: .text
@@ -215,15 +229,18 @@ public struct ColumnValues {
         default: .null
         }
     }
-    @inline(__always) public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
-    @inline(__always) public func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
-    @inline(__always) public func string(at index: Int32) -> String {
-        guard let text = sqlite3_column_text(handle, index) else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
+    /// The value as an integer, converted by SQLite's rules.
+    @inline(__always) public var int64: Int64 { sqlite3_value_int64(handle) }
+    /// The value as a real, converted by SQLite's rules.
+    @inline(__always) public var double: Double { sqlite3_value_double(handle) }
+    /// The value as UTF-8 text.
+    @inline(__always) public var string: String {
+        guard let text = sqlite3_value_text(handle) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(handle))), as: UTF8.self)
     }
-    /// Calls `body` with a text column's UTF-8 bytes, valid only during the call.
-    @inline(__always) public func withText<R>(at index: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        let text = sqlite3_column_text(handle, index)
-        return try body(UnsafeBufferPointer(start: text, count: text == nil ? 0 : Int(sqlite3_column_bytes(handle, index))))
+    /// Calls `body` with a text value's UTF-8 bytes, valid only during the call.
+    @inline(__always) public func withText<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let text = sqlite3_value_text(handle)
+        return try body(UnsafeBufferPointer(start: text, count: text == nil ? 0 : Int(sqlite3_value_bytes(handle))))
     }
 }

@@ -50,33 +50,36 @@ public final class ModelStore {
 
     // MARK: Reading
 
+    // The reading entry points are inlinable so that a caller's module specializes them for its model type:
+    // appending decoded values to an array of a concrete type costs a fraction of the generic path's
+    // value-witness calls.
+
     /// Every row of the type's table.
+    @inlinable
     public func fetchAll<T: Decodable>(_ type: T.Type) throws -> [T] {
-        let layout = try layout(of: T.self)
-        return try fetchAll(T.self, sql: "SELECT * FROM \(quoteIdentifier(layout.table))")
+        try fetchAll(T.self, sql: try selectAll(T.self))
     }
 
     /// Rows matching an SQL condition, with positional or named arguments.
+    @inlinable
     public func fetchAll<T: Decodable>(_ type: T.Type, where condition: String,
                                        _ arguments: StatementArguments = .none) throws -> [T] {
-        let layout = try layout(of: T.self)
-        return try fetchAll(T.self, sql: "SELECT * FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
+        try fetchAll(T.self, sql: try selectAll(T.self) + " WHERE \(condition)", arguments)
     }
 
     /// The first row matching an SQL condition, or nil.
+    @inlinable
     public func fetchFirst<T: Decodable>(_ type: T.Type, where condition: String,
                                          _ arguments: StatementArguments = .none) throws -> T? {
-        let layout = try layout(of: T.self)
-        return try fetchAll(T.self, sql: "SELECT * FROM \(quoteIdentifier(layout.table)) WHERE \(condition) LIMIT 1",
-                            arguments).first
+        try fetchAll(T.self, sql: try selectAll(T.self) + " WHERE \(condition) LIMIT 1", arguments).first
     }
 
     /// Rows of any query (joins, projections) decoded into `T`; result columns match properties by the same rules.
+    @inlinable
     public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none) throws -> [T] {
         var result: [T] = []
         try decodeRows(T.self, sql: sql, arguments) { decoder, context in
-            while try context.statement.step() {
-                context.startRow()
+            while try context.nextRow() {
                 result.append(try T(from: decoder))
             }
         }
@@ -84,18 +87,25 @@ public final class ModelStore {
     }
 
     /// Decodes rows one at a time without collecting them.
+    @inlinable
     public func forEach<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none,
                                       _ body: (T) throws -> Void) throws {
         try decodeRows(T.self, sql: sql, arguments) { decoder, context in
-            while try context.statement.step() {
-                context.startRow()
+            while try context.nextRow() {
                 try body(try T(from: decoder))
             }
         }
     }
 
-    private func decodeRows<T>(_ type: T.Type, sql: String, _ arguments: StatementArguments,
-                               _ body: (RowDecoder, DecodingContext) throws -> Void) throws {
+    /// `SELECT * FROM` the type's table.
+    @usableFromInline
+    func selectAll<T>(_ type: T.Type) throws -> String {
+        "SELECT * FROM \(quoteIdentifier(try layout(of: T.self).table))"
+    }
+
+    @usableFromInline
+    func decodeRows<T>(_ type: T.Type, sql: String, _ arguments: StatementArguments,
+                       _ body: (any Decoder, DecodingContext) throws -> Void) throws {
         let statement = try database.cachedStatement(sql)
         try statement.bind(arguments)
         statement.isBusy = true
@@ -104,7 +114,9 @@ public final class ModelStore {
             context.finish()
             statement.reset()
         }
-        try body(RowDecoder(context: context), context)
+        // Boxed once here rather than once per row by each `T(from:)` call.
+        let decoder: any Decoder = RowDecoder(context: context)
+        try body(decoder, context)
     }
 
     /// The row with this primary key (single-column keys).

@@ -5,6 +5,7 @@ import Foundation
 /// The coding-key → column lookup is learned once per statement: synthesized `init(from:)` asks for keys in
 /// the same order on every row, so each field costs one comparison against the predicted key instead of a
 /// dictionary lookup.
+@usableFromInline
 final class DecodingContext {
     let statement: Statement
     /// The statement's column reader, kept as a value so field reads need no reference counting.
@@ -13,11 +14,22 @@ final class DecodingContext {
     let layout: ModelLayout?
     /// 1-based position of the current row in the result.
     var row = 0
-    /// Keys and their columns in the order the type asks for them (-1: no such column). Kept behind pointers
-    /// so the per-field path reads and writes them without dynamic exclusivity checks.
+
+    /// One learned step of the order in which the type asks for keys.
+    private struct Step {
+        let keyType: ObjectIdentifier
+        /// The key's bytes, when its type is plain data of 1, 2, 4 or 8 bytes (a synthesized `CodingKeys` case
+        /// is one byte): comparing them skips the `stringValue` call and a string comparison per field. Other
+        /// keys are compared by name.
+        let bits: UInt64?
+        let name: String
+        let column: Int32
+    }
+
+    /// Steps in the order the type asks for them (column -1: no such column). Kept behind pointers so the
+    /// per-field path reads and writes them without dynamic exclusivity checks.
     private static let capacity = 128
-    private let orderKeys = UnsafeMutablePointer<String>.allocate(capacity: DecodingContext.capacity)
-    private let orderColumns = UnsafeMutablePointer<Int32>.allocate(capacity: DecodingContext.capacity)
+    private let steps = UnsafeMutablePointer<Step>.allocate(capacity: DecodingContext.capacity)
     private let counters = UnsafeMutablePointer<Int>.allocate(capacity: 2) // [learned, position]
     private var byKey: [String: Int32] = [:]
     lazy var json = JSONDecoder()
@@ -31,9 +43,8 @@ final class DecodingContext {
     }
 
     deinit {
-        orderKeys.deinitialize(count: counters[0])
-        orderKeys.deallocate()
-        orderColumns.deallocate()
+        steps.deinitialize(count: counters[0])
+        steps.deallocate()
         counters.deallocate()
     }
 
@@ -64,27 +75,59 @@ final class DecodingContext {
         cachedKeyType = nil
     }
 
-    func startRow() {
+    /// Steps to the next row; false after the last.
+    @usableFromInline
+    func nextRow() throws -> Bool {
+        guard try statement.step() else { return false }
         row += 1
         counters[1] = 0
+        return true
     }
 
     /// The column index for a coding key, or -1 when the result has no such column.
     @inline(__always)
-    func column(for key: String) -> Int32 {
+    func column<Key: CodingKey>(for key: Key) -> Int32 {
         let position = counters[1]
-        if position < counters[0] && orderKeys[position] == key {
-            counters[1] = position + 1
-            return orderColumns[position]
+        if position < counters[0] {
+            let step = steps + position
+            if step.pointee.keyType == ObjectIdentifier(Key.self) {
+                let matches = if let learned = step.pointee.bits { learned == Self.bits(of: key) }
+                              else { step.pointee.name == key.stringValue }
+                if matches {
+                    counters[1] = position + 1
+                    return step.pointee.column
+                }
+            }
         }
-        let column = byKey[key] ?? resolve(key)
+        return learn(key, at: position)
+    }
+
+    /// Resolves a key the predicted order did not cover, and extends the order while it is still being learned.
+    private func learn<Key: CodingKey>(_ key: Key, at position: Int) -> Int32 {
+        let name = key.stringValue
+        let column = byKey[name] ?? resolve(name)
         if position == counters[0] && position < Self.capacity {
-            (orderKeys + position).initialize(to: key)
-            orderColumns[position] = column
+            let plain = _isPOD(Key.self) && [1, 2, 4, 8].contains(MemoryLayout<Key>.size)
+            (steps + position).initialize(to: Step(keyType: ObjectIdentifier(Key.self), bits: plain ? Self.bits(of: key) : nil,
+                                                   name: name, column: column))
             counters[0] = position + 1
             counters[1] = position + 1
         }
         return column
+    }
+
+    /// The bytes of a plain-data key of 1, 2, 4 or 8 bytes, zero-extended. Reinterpreting the key as an integer
+    /// of its size is a plain load; copying it through a pointer or closure would call the key type's value
+    /// witnesses, which costs more than the comparison saves.
+    @inline(__always)
+    private static func bits<Key>(of key: Key) -> UInt64 {
+        switch MemoryLayout<Key>.size {
+        case 1: UInt64(unsafeBitCast(key, to: UInt8.self))
+        case 2: UInt64(unsafeBitCast(key, to: UInt16.self))
+        case 4: UInt64(unsafeBitCast(key, to: UInt32.self))
+        case 8: unsafeBitCast(key, to: UInt64.self)
+        default: 0
+        }
     }
 
     private func resolve(_ key: String) -> Int32 {
@@ -108,6 +151,7 @@ final class DecodingContext {
         return value == .null ? "NULL" : "\(text) (\(value.storageClass))"
     }
 
+    @inline(never)
     func error(_ key: String, _ column: Int32, _ message: String, showValue: Bool = true) -> MappingError {
         MappingError(typeName: typeName, property: key, column: columnName(column, key: key), row: row,
                      value: showValue && column >= 0 ? describe(column) : nil, message: message)
@@ -146,124 +190,104 @@ struct RowContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func contains(_ key: Key) -> Bool {
-        context.column(for: key.stringValue) >= 0
+        context.column(for: key) >= 0
     }
 
-    /// The column for a key that must be present.
+    /// The field for a key that must be present.
     @inline(__always)
-    private func column(_ key: Key) throws -> Int32 {
-        let column = context.column(for: key.stringValue)
+    private func field(_ key: Key) throws -> Field {
+        let column = context.column(for: key)
         guard column >= 0 else {
             throw context.error(key.stringValue, column,
                                 "has no column in the result (columns: \(context.statement.layout.names.joined(separator: ", ")))",
                                 showValue: false)
         }
-        return column
+        return Field(context: context, column: column)
     }
 
-    /// The column for an optional key, or nil when it is absent or NULL.
+    /// The field for an optional key, or nil when its column is absent or NULL.
     @inline(__always)
-    private func optionalColumn(_ key: Key) -> Int32? {
-        let column = context.column(for: key.stringValue)
-        guard column >= 0, context.columns.storageClass(at: column) != .null else { return nil }
-        return column
+    private func presentField(_ key: Key) -> Field? {
+        let column = context.column(for: key)
+        guard column >= 0 else { return nil }
+        let field = Field(context: context, column: column)
+        return field.storage == .null ? nil : field
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        context.columns.storageClass(at: try column(key)) == .null
+        try field(key).storage == .null
     }
 
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        try ColumnReader.bool(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        try ColumnReader.string(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        try ColumnReader.double(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
-        Float(try ColumnReader.double(context, try column(key), key.stringValue))
-    }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
-        try ColumnReader.integer(context, try column(key), key.stringValue)
-    }
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try ColumnReader.value(T.self, context, try column(key), key.stringValue)
+    // Each read is inlined into its protocol witness: the standard library's type-erasing box already costs
+    // two calls per field before reaching here.
+    @inline(__always) func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try field(key).bool(key.stringValue) }
+    @inline(__always) func decode(_ type: String.Type, forKey key: Key) throws -> String { try field(key).string(key.stringValue) }
+    @inline(__always) func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try field(key).double(key.stringValue) }
+    @inline(__always) func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try field(key).double(key.stringValue)) }
+    @inline(__always) func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try field(key).integer(key.stringValue) }
+    @inline(__always) func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        let field = try field(key)
+        // Dates are read here, outside the generic path, whose set-up (metadata for `T?`) costs more than the parse.
+        if T.self == Date.self { return unsafeBitCast(try field.date(key.stringValue), to: T.self) }
+        return try field.value(T.self, key.stringValue)
     }
 
     // Optionals: a missing column or NULL is nil; anything else must convert.
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
-        try optionalColumn(key).map { try ColumnReader.bool(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        try presentField(key)?.bool(key.stringValue)
     }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-        try optionalColumn(key).map { try ColumnReader.string(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        try presentField(key)?.string(key.stringValue)
     }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-        try optionalColumn(key).map { try ColumnReader.double(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        try presentField(key)?.double(key.stringValue)
     }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-        try optionalColumn(key).map { Float(try ColumnReader.double(context, $0, key.stringValue)) }
+    @inline(__always) func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+        try presentField(key).map { Float(try $0.double(key.stringValue)) }
     }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
-        try optionalColumn(key).map { try ColumnReader.integer(context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
+        try presentField(key)?.integer(key.stringValue)
     }
-    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        try optionalColumn(key).map { try ColumnReader.value(T.self, context, $0, key.stringValue) }
+    @inline(__always) func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let field = presentField(key) else { return nil }
+        if T.self == Date.self { return unsafeBitCast(try field.date(key.stringValue), to: T.self) }
+        return try field.value(T.self, key.stringValue)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -281,111 +305,134 @@ struct RowContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func superDecoder(forKey key: Key) throws -> any Decoder { RowDecoder(context: context) }
 }
 
-/// Typed reads of one column with strict conversion rules; every mismatch is a `MappingError`.
-enum ColumnReader {
+/// One column of the current row being read into a property, with strict conversion rules: every mismatch is a
+/// `MappingError`. The key's name is asked for only when a read fails, so the success path never builds it.
+struct Field {
+    /// Unretained: a field lives only inside a call on a container or decoder that holds the context, and
+    /// retaining it again per field is a measurable share of decoding.
+    private let unretainedContext: Unmanaged<DecodingContext>
+    private var context: DecodingContext { unretainedContext.takeUnretainedValue() }
+    let column: Int32
+    let value: ColumnValue
+    /// Read once: every conversion below branches on it.
+    let storage: StorageClass
+
     @inline(__always)
-    static func integer<T: FixedWidthInteger>(_ context: DecodingContext, _ column: Int32, _ key: String) throws -> T {
-        let statement = context.columns
-        switch statement.storageClass(at: column) {
+    init(context: DecodingContext, column: Int32) {
+        unretainedContext = .passUnretained(context)
+        self.column = column
+        value = context.columns.value(at: column)
+        storage = value.storageClass
+    }
+
+    @inline(__always)
+    func integer<T: FixedWidthInteger>(_ key: @autoclosure () -> String) throws -> T {
+        switch storage {
         case .integer:
-            let value = statement.int64(at: column)
-            guard let fitted = T(exactly: value) else {
-                throw context.error(key, column, "does not fit \(T.self) (\(T.min)...\(T.max))")
+            guard let fitted = T(exactly: value.int64) else {
+                throw failure(key) { "does not fit \(T.self) (\(T.min)...\(T.max))" }
             }
             return fitted
         case .real:
-            let value = statement.double(at: column)
-            guard let fitted = T(exactly: value) else { throw context.error(key, column, "is not a whole \(T.self)") }
+            guard let fitted = T(exactly: value.double) else { throw failure(key) { "is not a whole \(T.self)" } }
             return fitted
         case .null:
-            throw context.error(key, column, "is NULL but \(key) is not optional")
+            throw nullFailure(key)
         default:
-            throw context.error(key, column, "is not an integer for \(T.self)")
+            throw failure(key) { "is not an integer for \(T.self)" }
         }
     }
 
     @inline(__always)
-    static func double(_ context: DecodingContext, _ column: Int32, _ key: String) throws -> Double {
-        let statement = context.columns
-        switch statement.storageClass(at: column) {
-        case .real: return statement.double(at: column)
-        case .integer: return Double(statement.int64(at: column))
-        case .null: throw context.error(key, column, "is NULL but \(key) is not optional")
-        default: throw context.error(key, column, "is not a number")
+    func double(_ key: @autoclosure () -> String) throws -> Double {
+        switch storage {
+        case .real: return value.double
+        case .integer: return Double(value.int64)
+        case .null: throw nullFailure(key)
+        default: throw failure(key) { "is not a number" }
         }
     }
 
     @inline(__always)
-    static func bool(_ context: DecodingContext, _ column: Int32, _ key: String) throws -> Bool {
-        let statement = context.columns
-        switch statement.storageClass(at: column) {
+    func bool(_ key: @autoclosure () -> String) throws -> Bool {
+        switch storage {
         case .integer:
-            switch statement.int64(at: column) {
+            switch value.int64 {
             case 0: return false
             case 1: return true
-            default: throw context.error(key, column, "is not a boolean (0 or 1)")
+            default: throw failure(key) { "is not a boolean (0 or 1)" }
             }
-        case .null: throw context.error(key, column, "is NULL but \(key) is not optional")
-        default: throw context.error(key, column, "is not a boolean (0 or 1)")
+        case .null: throw nullFailure(key)
+        default: throw failure(key) { "is not a boolean (0 or 1)" }
         }
     }
 
     @inline(__always)
-    static func string(_ context: DecodingContext, _ column: Int32, _ key: String) throws -> String {
-        let statement = context.columns
-        switch statement.storageClass(at: column) {
-        case .text: return statement.string(at: column)
-        case .null: throw context.error(key, column, "is NULL but \(key) is not optional")
-        default: throw context.error(key, column, "is not text")
+    func string(_ key: @autoclosure () -> String) throws -> String {
+        switch storage {
+        case .text: return value.string
+        case .null: throw nullFailure(key)
+        default: throw failure(key) { "is not text" }
         }
     }
 
-    /// Any other `Decodable`: Foundation value types by their database forms, types adopting
-    /// `DatabaseValueConvertible`, single values (raw-value enums), and anything else from JSON text.
-    static func value<T: Decodable>(_ type: T.Type, _ context: DecodingContext, _ column: Int32, _ key: String) throws -> T {
-        let statement = context.columns
-        let storage = statement.storageClass(at: column)
-        if storage == .null {
-            throw context.error(key, column, "is NULL but \(key) is not optional")
-        }
-        // The common Foundation type, read without building an intermediate value.
-        if T.self == Date.self {
-            let date: Date
-            switch storage {
-            case .text:
-                guard let instant = statement.withText(at: column, { ISO8601.parse(bytes: $0) }) else {
-                    throw context.error(key, column, "is not an ISO-8601 date")
-                }
-                date = instant.date
-            case .integer, .real:
-                date = Date(timeIntervalSince1970: statement.double(at: column))
-            default:
-                throw context.error(key, column, "is not a date (ISO-8601 text or unix seconds)")
+    /// ISO-8601 text or unix seconds.
+    func date(_ key: @autoclosure () -> String) throws -> Date {
+        switch storage {
+        case .text:
+            guard let instant = value.withText({ ISO8601.parse(bytes: $0) }) else {
+                throw failure(key) { "is not an ISO-8601 date" }
             }
-            // T is Date (checked above); a cast through the runtime would cost more than the parse.
-            return unsafeBitCast(date, to: T.self)
+            return instant.date
+        case .integer, .real:
+            return Date(timeIntervalSince1970: value.double)
+        case .null:
+            throw nullFailure(key)
+        default:
+            throw failure(key) { "is not a date (ISO-8601 text or unix seconds)" }
         }
+    }
+
+    /// Any other `Decodable`: types adopting `DatabaseValueConvertible`, single values (raw-value enums), and
+    /// anything else from JSON text.
+    func value<T: Decodable>(_ type: T.Type, _ key: @autoclosure () -> String) throws -> T {
+        if storage == .null { throw nullFailure(key) }
+        if T.self == Date.self { return unsafeBitCast(try date(key()), to: T.self) }
         if let convertible = T.self as? any DatabaseValueConvertible.Type {
-            guard let value = convertible.fromDatabaseValue(context.statement.value(at: column)) as? T else {
-                throw context.error(key, column, "does not convert to \(T.self)")
+            guard let converted = convertible.fromDatabaseValue(context.statement.value(at: column)) as? T else {
+                throw failure(key) { "does not convert to \(T.self)" }
             }
-            return value
+            return converted
         }
+        let name = key()
         do {
-            return try T(from: ColumnDecoder(context: context, column: column, key: key))
+            return try T(from: ColumnDecoder(context: context, column: column, key: name))
         } catch is NeedsJSON {
-            guard statement.storageClass(at: column) == .text else {
-                throw context.error(key, column, "is not JSON text for \(T.self)")
+            guard storage == .text else {
+                throw context.error(name, column, "is not JSON text for \(T.self)")
             }
             do {
-                return try context.json.decode(T.self, from: Data(statement.string(at: column).utf8))
+                return try context.json.decode(T.self, from: Data(value.string.utf8))
             } catch {
-                throw context.error(key, column, "is not JSON for \(T.self): \(error)")
+                throw context.error(name, column, "is not JSON for \(T.self): \(error)")
             }
         } catch is DecodingError {
             // e.g. a raw value that names no case of an enum
-            throw context.error(key, column, "is not a valid \(T.self)")
+            throw context.error(name, column, "is not a valid \(T.self)")
         }
+    }
+
+    // Failures are built out of line so the conversions above stay small on their success paths.
+
+    @inline(never)
+    private func failure(_ key: () -> String, _ message: () -> String) -> MappingError {
+        context.error(key(), column, message())
+    }
+
+    @inline(never)
+    private func nullFailure(_ key: () -> String) -> MappingError {
+        let name = key()
+        return context.error(name, column, "is NULL but \(name) is not optional")
     }
 }
 
@@ -398,24 +445,26 @@ struct ColumnDecoder: Decoder, SingleValueDecodingContainer {
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    private var field: Field { Field(context: context, column: column) }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> { throw NeedsJSON() }
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw NeedsJSON() }
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
 
-    func decodeNil() -> Bool { context.columns.storageClass(at: column) == .null }
-    func decode(_ type: Bool.Type) throws -> Bool { try ColumnReader.bool(context, column, key) }
-    func decode(_ type: String.Type) throws -> String { try ColumnReader.string(context, column, key) }
-    func decode(_ type: Double.Type) throws -> Double { try ColumnReader.double(context, column, key) }
-    func decode(_ type: Float.Type) throws -> Float { Float(try ColumnReader.double(context, column, key)) }
-    func decode(_ type: Int.Type) throws -> Int { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: UInt.Type) throws -> UInt { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try ColumnReader.integer(context, column, key) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try ColumnReader.integer(context, column, key) }
-    func decode<T: Decodable>(_ type: T.Type) throws -> T { try ColumnReader.value(T.self, context, column, key) }
+    func decodeNil() -> Bool { field.storage == .null }
+    func decode(_ type: Bool.Type) throws -> Bool { try field.bool(key) }
+    func decode(_ type: String.Type) throws -> String { try field.string(key) }
+    func decode(_ type: Double.Type) throws -> Double { try field.double(key) }
+    func decode(_ type: Float.Type) throws -> Float { Float(try field.double(key)) }
+    func decode(_ type: Int.Type) throws -> Int { try field.integer(key) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try field.integer(key) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try field.integer(key) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try field.integer(key) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try field.integer(key) }
+    func decode(_ type: UInt.Type) throws -> UInt { try field.integer(key) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try field.integer(key) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try field.integer(key) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try field.integer(key) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try field.integer(key) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try field.value(T.self, key) }
 }
