@@ -2,12 +2,26 @@ import Foundation
 
 /// A decoder that answers every field with a constant and touches no database: the cost of the `Decodable`
 /// machinery alone (container boxes, dispatch, generic metadata), which no row decoder can go below.
-struct ConstantDecoder: Decoder {
+final class ConstantDecoder: Decoder {
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    /// One container serves every row, as in Strata's decoder, so the floor excludes a per-row allocation.
+    private var cached: AnyObject?
+    private var cachedKeyType: ObjectIdentifier?
+    private final class Holder<Key: CodingKey> {
+        let container: KeyedDecodingContainer<Key>
+        init(_ container: KeyedDecodingContainer<Key>) { self.container = container }
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(Container<Key>())
+        if cachedKeyType == ObjectIdentifier(Key.self), let holder = cached {
+            return unsafeDowncast(holder, to: Holder<Key>.self).container
+        }
+        let container = KeyedDecodingContainer(Container<Key>())
+        cached = Holder(container)
+        cachedKeyType = ObjectIdentifier(Key.self)
+        return container
     }
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw BenchError("not used") }
     func singleValueContainer() throws -> any SingleValueDecodingContainer { throw BenchError("not used") }

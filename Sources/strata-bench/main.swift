@@ -27,7 +27,7 @@ do {
     case "decode":
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
     default:
-        print("usage: strata-bench seed [--rows N] [--quick] | decode [--rows N] | stream [--csv-mb N] [--sql-mb N]")
+        print("usage: strata-bench seed [--rows N] [--quick] | decode [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N]")
         exit(2)
     }
 } catch {
