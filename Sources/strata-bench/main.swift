@@ -3,7 +3,7 @@ import Strata
 
 // strata-bench: performance figures measured against a reference in the same run.
 //   swift run -c release strata-bench seed [--rows N] [--quick]
-//   swift run -c release strata-bench decode [--rows N]
+//   swift run -c release strata-bench decode [--rows N] [--repeat N]
 //   swift run -c release strata-bench stream [--csv-mb 1024] [--sql-mb 100]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
