@@ -29,16 +29,15 @@ public struct Migrator {
 
     /// Transactional migrations containing statements that cannot run inside a transaction.
     public func lint() -> [ManifestProblem] {
-        lintFindings().map(\.problem)
+        lintFindings(manifest.migrations).map(\.problem)
     }
 
-    private func lintFindings() -> [(id: String, problem: ManifestProblem)] {
-        manifest.migrations.filter(\.runsInTransaction).flatMap { migration in
-            let size = ((try? FileManager.default.attributesOfItem(atPath: migration.path))?[.size] as? NSNumber)?.intValue ?? 0
-            guard size <= Self.lintSizeLimit, let data = FileManager.default.contents(atPath: migration.path) else {
+    private func lintFindings(_ migrations: [MigrationStep]) -> [(id: String, problem: ManifestProblem)] {
+        migrations.filter(\.runsInTransaction).flatMap { migration in
+            guard let bytes = Self.fileBytes(migration.path, atMost: Self.lintSizeLimit) else {
                 return [(id: String, problem: ManifestProblem)]()
             }
-            return SQLLint.findings(in: Checksum.normalizedText([UInt8](data))).map {
+            return SQLLint.findings(in: Checksum.normalizedText(bytes)).map {
                 (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line, column: $0.column),
                                                $0.message + " (\(migration.location))"))
             }
@@ -114,8 +113,11 @@ public struct Migrator {
                                          rowCount: forMigrate ? nil : try? SeedLoader.countRows(seed)))
             }
         }
-        let pendingIDs = Set(steps.map(\.step.id))
-        refusals += lintFindings().filter { pendingIDs.contains($0.id) }
+        // Only files about to run are read: applied ones were checked before they ran.
+        let pendingMigrations = steps.compactMap { planned -> MigrationStep? in
+            if case .migration(let migration) = planned.step { migration } else { nil }
+        }
+        refusals += lintFindings(pendingMigrations)
             .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
         let id = forMigrate && options.expectedPlanID == nil ? "" : try planID(steps)
         if let expected = options.expectedPlanID, expected != id {
@@ -369,7 +371,7 @@ public struct Migrator {
     private func read(_ migration: MigrationStep) throws -> (String?, String) {
         do {
             // A small file is read once for both its recorded text and its checksum; a large one is hashed streaming.
-            if let bytes = Self.smallFileBytes(migration.path) {
+            if let bytes = Self.fileBytes(migration.path, atMost: Self.recordedTextLimit) {
                 return (Checksum.normalizedText(bytes), try Checksum.of(bytes))
             }
             return (nil, try Checksum.ofFile(atPath: migration.path))
@@ -384,13 +386,13 @@ public struct Migrator {
     static let recordedTextLimit = 1 << 20
 
     static func recordedText(of path: String) -> String? {
-        smallFileBytes(path).map(Checksum.normalizedText)
+        fileBytes(path, atMost: recordedTextLimit).map(Checksum.normalizedText)
     }
 
-    /// The file's bytes when it is no larger than `recordedTextLimit`.
-    private static func smallFileBytes(_ path: String) -> [UInt8]? {
+    /// The file's bytes when it is no larger than `limit`; nil for a larger or unreadable file.
+    private static func fileBytes(_ path: String, atMost limit: Int) -> [UInt8]? {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
-              size.intValue <= recordedTextLimit, let data = FileManager.default.contents(atPath: path) else { return nil }
+              size.intValue <= limit, let data = FileManager.default.contents(atPath: path) else { return nil }
         return [UInt8](data)
     }
 
