@@ -98,6 +98,11 @@ final class CSVReaderTests: XCTestCase {
         error = try XCTUnwrap(try self.error("a,b\n\"x\ny\",\"z\"q\n"))
         XCTAssertEqual([error.line, error.column], [3, 7], "physical line counts the break inside the quoted field")
         XCTAssertTrue(error.message.contains("after a closing quote"))
+        // CRLF and a lone CR each end one line, inside a quoted field as between records.
+        error = try XCTUnwrap(try self.error("a,b\r\n1,2\r\"p\r\nq\",r\"s\n"))
+        XCTAssertEqual([error.line, error.column], [4, 5])
+        error = try XCTUnwrap(try self.error("a,b\r1,2\r\n\"p\rq\",ré\"s\n"))
+        XCTAssertEqual([error.line, error.column], [4, 6], "columns count characters, not bytes")
     }
 
     func testInvalidUTF8IsAnError() throws {

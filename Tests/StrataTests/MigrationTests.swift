@@ -280,5 +280,7 @@ final class MigrationTests: XCTestCase {
     func testSQLLintStatementPositions() {
         let statements = SQLLint.statements(in: Array("SELECT 1;\n  -- c\n  SELECT 'a;b';\r\nVACUUM".utf8))
         XCTAssertEqual(statements.map { "\($0.line):\($0.column):\($0.words.first ?? "")" }, ["1:1:SELECT", "3:3:SELECT", "4:1:VACUUM"])
+        let lone = SQLLint.statements(in: Array("SELECT 'é';\r  VACUUM;\r\n\r\n BEGIN".utf8))
+        XCTAssertEqual(lone.map { "\($0.line):\($0.column)" }, ["1:1", "2:3", "4:2"], "a lone CR ends a line too")
     }
 }

@@ -87,32 +87,6 @@ extension Database {
     }
 }
 
-/// A 1-based line and column in a text, advanced over UTF-8 bytes; columns count characters, not bytes.
-struct TextPosition {
-    var line = 1
-    var column = 1
-    private var lastWasCR = false
-
-    mutating func advance(over text: UnsafeBufferPointer<CChar>, from start: Int, to end: Int) {
-        guard start < end else { return }
-        for i in start..<end {
-            let c = UInt8(bitPattern: text[i])
-            if c == 0x0A {
-                if !lastWasCR { line += 1 }
-                column = 1
-                lastWasCR = false
-            } else if c == 0x0D {
-                line += 1
-                column = 1
-                lastWasCR = true
-            } else {
-                lastWasCR = false
-                if c & 0xC0 != 0x80 { column += 1 }
-            }
-        }
-    }
-}
-
 extension Database {
     /// Runs a SQL file statement by statement, reading it in chunks: memory holds one statement and one chunk,
     /// whatever the file's size. Errors carry the failing statement's 1-based line and column, as

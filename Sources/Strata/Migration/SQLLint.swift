@@ -58,8 +58,7 @@ public enum SQLLint {
     static func statements(in bytes: [UInt8]) -> [Statement] {
         var result: [Statement] = []
         var current: Statement?
-        var line = 1
-        var column = 1
+        var position = TextPosition()
         var index = 0
         var isTrigger = false
         var inTriggerBody = false
@@ -67,11 +66,7 @@ public enum SQLLint {
 
         func advance(_ count: Int) {
             for _ in 0..<count where index < bytes.count {
-                let byte = bytes[index]
-                if byte == 0x0A { line += 1; column = 1 }
-                else if byte == 0x0D {
-                    if index + 1 < bytes.count && bytes[index + 1] == 0x0A {} else { line += 1; column = 1 }
-                } else if byte & 0xC0 != 0x80 { column += 1 }
+                position.advance(over: bytes[index])
                 index += 1
             }
         }
@@ -89,7 +84,7 @@ public enum SQLLint {
         }
 
         func token(_ word: String) {
-            if current == nil { current = Statement(line: line, column: column) }
+            if current == nil { current = Statement(line: position.line, column: position.column) }
             if (current?.words.count ?? 0) < 8 { current?.words.append(word) }
         }
 
@@ -122,10 +117,10 @@ public enum SQLLint {
                 }
             case _ where isWordByte(byte):
                 let start = index
-                let startLine = line, startColumn = column
+                let wordPosition = position
                 while index < bytes.count && isWordByte(bytes[index]) { advance(1) }
                 let word = String(decoding: bytes[start..<index], as: UTF8.self).uppercased()
-                if current == nil { current = Statement(line: startLine, column: startColumn) }
+                if current == nil { current = Statement(line: wordPosition.line, column: wordPosition.column) }
                 if (current?.words.count ?? 0) < 8 { current?.words.append(word) }
                 let words = current?.words ?? []
                 if words.count <= 4 && word == "TRIGGER" && words.first == "CREATE" { isTrigger = true }

@@ -7,7 +7,7 @@ public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
     public let column: Int
     public let message: String
 
-    public var description: String { "\(file):\(line):\(column): \(message)" }
+    public var description: String { placeDescription(file, line, column, message) }
 }
 
 /// Where one field lies in the reader's buffer.
@@ -345,19 +345,8 @@ final class CSVReader {
 
     /// An error at a buffer offset inside the current record, with its physical line and character column.
     private func error(at offset: Int, _ message: String) -> CSVError {
-        var line = nextLine
-        var lineStart = position
-        var i = position
-        while i < offset {
-            let byte = buffer[i]
-            if byte == 0x0A || (byte == 0x0D && !(i + 1 < dataEnd && buffer[i + 1] == 0x0A)) {
-                line += 1
-                lineStart = i + 1
-            }
-            i += 1
-        }
-        var column = 1
-        for j in lineStart..<max(lineStart, offset) where buffer[j] & 0xC0 != 0x80 { column += 1 }
-        return CSVError(file: displayName, line: line, column: column, message: message)
+        var place = TextPosition(line: nextLine)
+        for i in position..<max(position, offset) { place.advance(over: buffer[i]) }
+        return CSVError(file: displayName, line: place.line, column: place.column, message: message)
     }
 }
