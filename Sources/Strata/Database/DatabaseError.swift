@@ -48,7 +48,14 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
     static func shorten(_ sql: String) -> String {
         let flat = sql.split(whereSeparator: \.isNewline).joined(separator: " ")
             .trimmingCharacters(in: .whitespaces)
-        return flat.count > 200 ? String(flat.prefix(197)) + "..." : flat
+        return flat.truncated(to: 200)
+    }
+}
+
+extension String {
+    /// At most `limit` characters: a longer text keeps its start and ends in "...", for error messages.
+    func truncated(to limit: Int) -> String {
+        count > limit ? String(prefix(limit - 3)) + "..." : self
     }
 }
 

@@ -146,9 +146,7 @@ final class DecodingContext {
     /// The current value at a column, described for an error message.
     func describe(_ index: Int32) -> String {
         let value = statement.value(at: index)
-        var text = value.description
-        if text.count > 60 { text = String(text.prefix(57)) + "..." }
-        return value == .null ? "NULL" : "\(text) (\(value.storageClass))"
+        return value == .null ? "NULL" : "\(value.description.truncated(to: 60)) (\(value.storageClass))"
     }
 
     @inline(never)

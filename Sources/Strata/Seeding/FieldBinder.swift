@@ -179,8 +179,7 @@ struct FieldBinder: ~Copyable {
     static func display(_ reader: CSVReader, _ index: Int) -> String {
         let field = reader.field(index)
         if field.bytes.isEmpty && !field.isQuoted { return "NULL" }
-        var text = String(decoding: reader.text(of: field), as: UTF8.self)
-        if text.count > 60 { text = String(text.prefix(57)) + "..." }
+        let text = String(decoding: reader.text(of: field), as: UTF8.self).truncated(to: 60)
         return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
     }
 }
