@@ -204,10 +204,7 @@ public final class ModelStore {
 
     @discardableResult
     public func delete<T>(_ type: T.Type, key: [String: any DatabaseValueConvertible]) throws -> Bool {
-        let layout = try layout(of: T.self)
-        let (condition, arguments) = try keyCondition(layout, key)
-        try database.execute("DELETE FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
-        return database.changes > 0
+        try delete(layout: try layout(of: T.self), key: key)
     }
 
     /// Deletes every row of the type's table; returns how many.
@@ -234,21 +231,15 @@ public final class ModelStore {
             var position = 0
             for value in values {
                 position += 1
-                do {
+                try writing(position, of: layout) {
                     if binding == nil {
                         // The first value fixes the columns; every later one binds straight into the statement.
                         let row = try RowEncoding(typeName: layout.typeName).encode(value)
                         binding = BindingEncoding(statement: try db.prepare(try insertSQL(layout, row)),
                                                   typeName: layout.typeName, properties: row.properties)
                     }
-                    guard let binding else { break }
-                    try binding.bind(value)
-                    try binding.statement.run()
-                } catch let error as DatabaseError {
-                    throw MappingError(typeName: layout.typeName, row: position, message: "rejected: \(error.message)")
-                } catch let error as MappingError where error.row == nil {
-                    throw MappingError(typeName: error.typeName, property: error.property, column: error.column,
-                                       row: position, value: error.value, message: error.message)
+                    try binding?.bind(value)
+                    try binding?.statement.run()
                 }
             }
         }
@@ -343,10 +334,10 @@ public final class ModelStore {
         try requireKey(layout, columns)
         var key: [String: any DatabaseValueConvertible] = [:]
         for (column, value) in zip(columns, row.values) where layout.isPrimaryKey(column) { key[column] = value }
-        return try delete(Any.self, layout: layout, key: key)
+        return try delete(layout: layout, key: key)
     }
 
-    private func delete<T>(_ type: T.Type, layout: ModelLayout, key: [String: any DatabaseValueConvertible]) throws -> Bool {
+    private func delete(layout: ModelLayout, key: [String: any DatabaseValueConvertible]) throws -> Bool {
         let (condition, arguments) = try keyCondition(layout, key)
         try database.execute("DELETE FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
         return database.changes > 0
@@ -393,15 +384,20 @@ public final class ModelStore {
             var position = 0
             for value in values {
                 position += 1
-                do {
-                    try write(try encode(value))
-                } catch let error as DatabaseError {
-                    throw MappingError(typeName: layout.typeName, row: position, message: "rejected: \(error.message)")
-                } catch let error as MappingError where error.row == nil {
-                    throw MappingError(typeName: error.typeName, property: error.property, column: error.column,
-                                       row: position, value: error.value, message: error.message)
-                }
+                try writing(position, of: layout) { try write(try encode(value)) }
             }
+        }
+    }
+
+    /// Writes the batch's value at a 1-based `position`; its errors name that position.
+    private func writing(_ position: Int, of layout: ModelLayout, _ write: () throws -> Void) throws {
+        do {
+            try write()
+        } catch let error as DatabaseError {
+            throw MappingError(typeName: layout.typeName, row: position, message: "rejected: \(error.message)")
+        } catch let error as MappingError where error.row == nil {
+            throw MappingError(typeName: error.typeName, property: error.property, column: error.column,
+                               row: position, value: error.value, message: error.message)
         }
     }
 }
