@@ -37,10 +37,8 @@ enum MirrorEncoding {
             return try databaseValue(raw.rawValue, typeName: typeName, property: property)
         }
         if let encodable = value as? any Encodable {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
             do {
-                return .text(String(decoding: try encoder.encode(encodable), as: UTF8.self))
+                return .text(String(decoding: try RowEncoding.jsonEncoder().encode(encodable), as: UTF8.self))
             } catch {
                 throw MappingError(typeName: typeName, property: property, message: "cannot be stored as JSON: \(error)")
             }

@@ -11,11 +11,14 @@ struct EncodedRow {
 final class RowEncoding {
     let typeName: String
     var row = EncodedRow()
-    lazy var json: JSONEncoder = {
+    lazy var json = Self.jsonEncoder()
+
+    /// How nested values are stored: JSON with sorted keys, so equal values store equal text.
+    static func jsonEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return encoder
-    }()
+    }
 
     init(typeName: String) {
         self.typeName = typeName
@@ -94,11 +97,7 @@ struct RowEncodingContainer<Key: CodingKey>: NullWritingContainer {
     }
 
     private func encodeUnsigned(_ value: UInt64, _ key: Key) throws {
-        guard let exact = Int64(exactly: value) else {
-            throw MappingError(typeName: encoding.typeName, property: key.stringValue, value: String(value),
-                               message: "does not fit SQLite's 64-bit signed integer")
-        }
-        encoding.append(key.stringValue, .integer(exact))
+        encoding.append(key.stringValue, .integer(try sqliteInteger(value, typeName: encoding.typeName, property: key.stringValue)))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
@@ -112,6 +111,15 @@ struct RowEncodingContainer<Key: CodingKey>: NullWritingContainer {
 
     mutating func superEncoder() -> any Encoder { RowEncoder(encoding: encoding) }
     mutating func superEncoder(forKey key: Key) -> any Encoder { RowEncoder(encoding: encoding) }
+}
+
+/// An unsigned property as SQLite's signed 64-bit integer, or an error naming it when it does not fit.
+func sqliteInteger(_ value: UInt64, typeName: String, property: String) throws -> Int64 {
+    guard let exact = Int64(exactly: value) else {
+        throw MappingError(typeName: typeName, property: property, value: String(value),
+                           message: "does not fit SQLite's 64-bit signed integer")
+    }
+    return exact
 }
 
 /// A keyed container that writes NULL for nil optionals. Synthesized `encode(to:)` skips nil optionals, which
