@@ -27,6 +27,14 @@ public struct ColumnInfo: Sendable, Equatable {
     public var affinity: Affinity { Affinity(declaredType: declaredType) }
 }
 
+extension Array where Element == ColumnInfo {
+    /// The column with this name, compared case-insensitively as SQLite compares identifiers.
+    func named(_ name: String) -> ColumnInfo? {
+        let lowered = name.lowercased()
+        return first { $0.name.lowercased() == lowered }
+    }
+}
+
 /// One row reported by `PRAGMA foreign_key_check`.
 public struct ForeignKeyViolation: Sendable, Equatable, CustomStringConvertible {
     public let table: String

@@ -47,7 +47,7 @@ extension ModelStore {
         var mismatches: [ModelMismatch] = []
         for field in probe.fields {
             let columnName = layout.column(for: field.key)
-            guard let column = layout.columns.first(where: { $0.name.lowercased() == columnName.lowercased() }) else {
+            guard let column = layout.columns.named(columnName) else {
                 mismatches.append(ModelMismatch(kind: .missingColumn, typeName: name, property: field.key, column: columnName,
                     message: "table '\(layout.table)' has no such column (it has: \(layout.columns.map(\.name).joined(separator: ", ")))"))
                 continue

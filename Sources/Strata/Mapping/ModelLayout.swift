@@ -42,10 +42,9 @@ public struct ModelLayout: Sendable, Equatable {
     /// The column a property is stored in.
     public func column(for property: String) -> String {
         if let mapped = mapping?.columns[property] { return mapped }
-        let lowered = property.lowercased()
-        if let exact = columns.first(where: { $0.name.lowercased() == lowered }) { return exact.name }
+        if let exact = columns.named(property) { return exact.name }
         let snake = snakeCase(property)
-        return columns.first(where: { $0.name.lowercased() == snake })?.name ?? snake
+        return columns.named(snake)?.name ?? snake
     }
 
     func isPrimaryKey(_ column: String) -> Bool {

@@ -67,7 +67,7 @@ struct SeedLoader {
         for name in header {
             guard !name.isEmpty else { throw failure(reader.recordLine, "the header has an empty column name") }
             guard seen.insert(name.lowercased()).inserted else { throw failure(reader.recordLine, "the header names '\(name)' twice") }
-            if let column = tableColumns.first(where: { $0.name.lowercased() == name.lowercased() }) {
+            if let column = tableColumns.named(name) {
                 targets.append(column)
             } else {
                 unknown.append(name)
