@@ -102,7 +102,7 @@ public enum ISO8601 {
     /// Writes `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM:SS[.fff]Z` into `out` (at least 32 bytes); returns the length.
     /// Allocation-free, for bulk loads.
     static func write(_ instant: Instant, includeTime: Bool, into out: UnsafeMutablePointer<UInt8>) -> Int {
-        let days = instant.seconds >= 0 ? instant.seconds / 86_400 : (instant.seconds - 86_399) / 86_400
+        let days = floorDiv(instant.seconds, 86_400)
         let secondOfDay = instant.seconds - days * 86_400
         let (year, month, day) = civilFromDays(days)
         var length = 0
