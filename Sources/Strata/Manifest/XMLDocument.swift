@@ -74,10 +74,7 @@ final class XMLDocument {
             defer { xmlSchemaFree(schema) }
             guard let validator = xmlSchemaNewValidCtxt(schema) else { return [] }
             defer { xmlSchemaFreeValidCtxt(validator) }
-            xmlSchemaSetValidStructuredErrors(validator, { context, error in
-                guard let context, let error else { return }
-                Unmanaged<ErrorCollector>.fromOpaque(context).takeUnretainedValue().record(error)
-            }, Unmanaged.passUnretained(collector).toOpaque())
+            xmlSchemaSetValidStructuredErrors(validator, ErrorCollector.handler, collector.context)
             _ = collector.capturing { xmlSchemaValidateDoc(validator, pointer) }
             return collector.problems
         }
@@ -157,12 +154,18 @@ final class ErrorCollector {
         self.path = path
     }
 
+    /// libxml2's structured-error callback; its context is a collector's `context`.
+    static let handler: xmlStructuredErrorFunc = { context, error in
+        guard let context, let error else { return }
+        Unmanaged<ErrorCollector>.fromOpaque(context).takeUnretainedValue().record(error)
+    }
+
+    /// This collector as the callback's context; valid while the collector is alive.
+    var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
     /// Routes libxml2's errors on this thread to the collector while `body` runs.
     func capturing<T>(_ body: () -> T) -> T {
-        xmlSetStructuredErrorFunc(Unmanaged.passUnretained(self).toOpaque()) { context, error in
-            guard let context, let error else { return }
-            Unmanaged<ErrorCollector>.fromOpaque(context).takeUnretainedValue().record(error)
-        }
+        xmlSetStructuredErrorFunc(context, Self.handler)
         defer { xmlSetStructuredErrorFunc(nil, nil) }
         return body()
     }
