@@ -38,16 +38,21 @@ extension Database {
                     offset = statementEnd
                     continue
                 }
-                let compiled = Statement(handle: statement, connection: handle, sql: sql)
-                do {
-                    try beforeEach?(compiled)
-                    while try compiled.step() {}
-                } catch let error as DatabaseError {
-                    throw error.at(line: position.line, column: position.column)
-                }
+                try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql), at: position, beforeEach)
                 position.advance(over: UnsafeBufferPointer(buffer), from: offset, to: statementEnd)
                 offset = statementEnd
             }
+        }
+    }
+
+    /// Runs one statement of a script to completion; its error carries the statement's position.
+    private func runScriptStatement(_ statement: Statement, at position: TextPosition,
+                                    _ beforeEach: ((Statement) throws -> Void)?) throws {
+        do {
+            try beforeEach?(statement)
+            while try statement.step() {}
+        } catch let error as DatabaseError {
+            throw error.at(line: position.line, column: position.column)
         }
     }
 
@@ -159,13 +164,7 @@ extension Database {
             }
             if code == SQLITE_OK, let prepared = statement, complete || statementEnd < buffer.end || endOfFile {
                 let sql = buffer.string(from: buffer.start, to: statementEnd)
-                let compiled = Statement(handle: prepared, connection: handle, sql: sql)
-                do {
-                    try beforeEach?(compiled)
-                    while try compiled.step() {}
-                } catch let error as DatabaseError {
-                    throw error.at(line: position.line, column: position.column)
-                }
+                try runScriptStatement(Statement(handle: prepared, connection: handle, sql: sql), at: position, beforeEach)
                 position.advance(over: buffer, from: buffer.start, to: statementEnd)
                 buffer.consume(upTo: statementEnd)
                 continue
