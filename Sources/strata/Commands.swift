@@ -74,9 +74,8 @@ struct Commands {
             printError(problems.map(\.description).joined(separator: "\n"))
             return ExitCode.stepFailed
         }
-        let summary = "\(manifest.migrations.count) migration\(manifest.migrations.count == 1 ? "" : "s"), "
-            + "\(manifest.seeds.count) seed\(manifest.seeds.count == 1 ? "" : "s"), "
-            + "\(manifest.models.count) model\(manifest.models.count == 1 ? "" : "s")"
+        let summary = counted(manifest.migrations.count, "migration") + ", " + counted(manifest.seeds.count, "seed") + ", "
+            + counted(manifest.models.count, "model")
         output.line("ok: \(summary)")
         output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
                        "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count)])
@@ -118,7 +117,7 @@ struct Commands {
         if let failure = report.failure {
             let kept = report.applied.count
             output.error("strata \(command): \(failure)")
-            output.error("  \(failure.id) was rolled back and left no trace; \(kept) step\(kept == 1 ? "" : "s") applied before it stay applied.")
+            output.error("  \(failure.id) was rolled back and left no trace; \(counted(kept, "step")) applied before it stay applied.")
             return ExitCode.stepFailed
         }
         if !report.alreadyApplied.isEmpty {
@@ -127,7 +126,7 @@ struct Commands {
         if report.applied.isEmpty {
             output.line("Nothing to do: \(path) is up to date.")
         } else {
-            output.line("\(report.applied.count) step\(report.applied.count == 1 ? "" : "s") applied to \(path).")
+            output.line("\(counted(report.applied.count, "step")) applied to \(path).")
         }
         return ExitCode.success
     }
@@ -162,7 +161,7 @@ struct Commands {
         if plan.steps.isEmpty {
             output.line("Nothing to do: \(path) is up to date.")
         } else {
-            output.line("migrate would apply \(plan.steps.count) step\(plan.steps.count == 1 ? "" : "s") to \(path) (plan id \(plan.id)):")
+            output.line("migrate would apply \(counted(plan.steps.count, "step")) to \(path) (plan id \(plan.id)):")
             let lines = table(plan.steps.map(Self.plannedRow)).split(separator: "\n")
             for (line, text) in zip(lines, sql) {
                 output.line(String(line))
@@ -247,7 +246,7 @@ struct Commands {
             printError(problems.map(\.description).joined(separator: "\n"))
             return ExitCode.refused
         }
-        output.line("ok: \(manifest.models.count) model\(manifest.models.count == 1 ? "" : "s") match \(path)")
+        output.line("ok: \(counted(manifest.models.count, "model")) match \(path)")
         return ExitCode.success
     }
 

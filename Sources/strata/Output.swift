@@ -49,6 +49,11 @@ func table(_ rows: [[String]], indent: String = "  ") -> String {
     }.joined(separator: "\n")
 }
 
+/// "1 step", "3 steps".
+func counted(_ count: Int, _ noun: String) -> String {
+    "\(count) \(noun)\(count == 1 ? "" : "s")"
+}
+
 func formatCount(_ value: Int) -> String {
     let digits = String(value)
     var result = ""
