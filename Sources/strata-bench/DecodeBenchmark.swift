@@ -118,11 +118,10 @@ struct DecodeBenchmark {
     }
 
     static func items(_ count: Int) -> [Item] {
-        var state: UInt64 = 0x2545_F491_4F6C_DD1D
-        let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+        var source = SampleSource(seed: 0x2545_F491_4F6C_DD1D)
+        let words = SampleSource.words
         return (1...count).map { id in
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let r = state >> 33
+            let r = source.next()
             return Item(id: Int64(id), name: words[Int(r % 10)] + " " + words[Int((r >> 4) % 10)], quantity: Int(r % 1000),
                         active: r & 1 == 0, price: Double(r % 100_000) / 100,
                         day: Date(timeIntervalSince1970: Double(r % 20_000) * 86_400),

@@ -73,15 +73,11 @@ struct SeedBenchmark {
         }
         defer { try? handle.close() }
         var out = Data("id,name,quantity,active,price,day,note\n".utf8)
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        func next() -> UInt64 {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return state >> 33
-        }
-        let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+        var source = SampleSource(seed: 0x9E37_79B9_7F4A_7C15)
+        let words = SampleSource.words
         var size = 0
         for id in 1...rows {
-            let r = next()
+            let r = source.next()
             let name = words[Int(r % 10)] + " " + words[Int((r >> 4) % 10)]
             let quantity = Int(r % 10_000)
             let active = r & 1 == 0 ? "true" : "false"
