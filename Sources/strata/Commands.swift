@@ -117,7 +117,12 @@ struct Commands {
         if let failure = report.failure {
             let kept = report.applied.count
             output.error("strata \(command): \(failure)")
-            output.error("  \(failure.id) was rolled back and left no trace; \(counted(kept, "step")) applied before it stay applied.")
+            switch failure.aftermath {
+            case .rolledBack:
+                output.error("  \(failure.id) was rolled back and left no trace; \(counted(kept, "step")) applied before it stay applied.")
+            case .partlyApplied:
+                output.error("  \(failure.id) ran outside a transaction and stopped part-way, as said above; \(counted(kept, "step")) applied before it stay applied.")
+            }
             return ExitCode.stepFailed
         }
         if !report.alreadyApplied.isEmpty {
@@ -280,7 +285,16 @@ struct Commands {
 
     static func json(_ failure: StepFailure) -> JSON {
         ["kind": .string(failure.kind.rawValue), "id": .string(failure.id), "file": .string(failure.file),
-         "line": .optional(failure.line), "column": .optional(failure.column), "message": .string(failure.message)]
+         "line": .optional(failure.line), "column": .optional(failure.column), "message": .string(failure.message),
+         "aftermath": aftermath(failure.aftermath)]
+    }
+
+    /// `{"state":"rolled-back"}` or `{"state":"partly-applied","kept":"…"}`.
+    static func aftermath(_ aftermath: StepFailure.Aftermath) -> JSON {
+        switch aftermath {
+        case .rolledBack: ["state": .string("rolled-back")]
+        case .partlyApplied(let kept): ["state": .string("partly-applied"), "kept": .string(kept)]
+        }
     }
 
     static func json(_ refusal: Refusal) -> JSON {

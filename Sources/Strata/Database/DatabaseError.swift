@@ -32,6 +32,9 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
         DatabaseError(code: extendedResultCode, message: message, sql: sql, line: line, column: column)
     }
 
+    /// Another connection held a lock past the busy timeout.
+    public var isBusy: Bool { resultCode == SQLITE_BUSY }
+
     /// SQLite's name for the primary code, e.g. "constraint failed".
     public var codeDescription: String {
         String(cString: sqlite3_errstr(resultCode))

@@ -4,45 +4,151 @@ import Foundation
 extension Database {
     /// Runs a whole SQL text (a migration file, say) statement by statement.
     ///
-    /// SQLite's own parser finds each statement's end (`sqlite3_prepare_v2`'s tail), so comments, triggers
-    /// with `BEGIN … END;`, and strings or identifiers containing `;` need no care. A failing statement throws
-    /// a `DatabaseError` carrying the 1-based line and column where that statement starts.
+    /// Statements are split by SQLite's own lexical rules (see `SQLScanner`), so comments, triggers with
+    /// `BEGIN … END;`, and strings or identifiers containing `;` need no care. The whole text is consumed or the
+    /// call throws: a NUL byte, or text ending inside a string, quoted identifier or `/* comment`, is an error
+    /// naming its line and column rather than a silent end. A failing statement throws a `DatabaseError` carrying
+    /// the 1-based line and column where that statement starts.
     ///
     /// - Parameter beforeEach: called with each compiled statement before it runs; throwing stops the script.
     public func executeScript(_ text: String, beforeEach: ((Statement) throws -> Void)? = nil) throws {
+        var pending: [UInt8]? = Array(text.utf8)
+        try executeScript(reading: {
+            defer { pending = nil }
+            return pending
+        }, beforeEach: beforeEach)
+    }
+
+    /// Runs a SQL file statement by statement, reading it in chunks: memory holds one statement and one chunk,
+    /// whatever the file's size, and time is linear in the file's size. Errors carry the failing statement's
+    /// 1-based line and column, as `executeScript(_:)` does. A UTF-8 BOM at the start is skipped. Only a regular
+    /// file is read (a FIFO, device or directory is refused before anything runs).
+    /// - Parameter progress: called after each chunk is read with the bytes read so far and the file's size.
+    public func executeScript(contentsOfFile path: String, chunkSize: Int = 1 << 20,
+                              progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)? = nil,
+                              beforeEach: ((Statement) throws -> Void)? = nil) throws {
+        try executeScript(contentsOfFile: path, chunkSize: chunkSize, progress: progress, observe: nil,
+                          beforeEach: beforeEach)
+    }
+
+    /// As the public form; `observe` sees every byte read from the file, in order, before it runs, so a caller can
+    /// hash or keep exactly the bytes that ran.
+    func executeScript(contentsOfFile path: String, chunkSize: Int = 1 << 20,
+                       progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)?,
+                       observe: ((UnsafeBufferPointer<UInt8>) -> Void)?,
+                       beforeEach: ((Statement) throws -> Void)?) throws {
         guard !isClosed else { throw DatabaseError.misuse("the database connection is closed") }
-        var bytes = Array(text.utf8CString)
-        let total = bytes.count - 1
-        try bytes.withUnsafeMutableBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var position = TextPosition()
-            var offset = 0
-            while offset < total {
-                let start = Self.skipTrivia(UnsafeBufferPointer(buffer), from: offset, end: total)
-                position.advance(over: UnsafeBufferPointer(buffer), from: offset, to: start)
+        let file: RegularFile
+        do {
+            file = try RegularFile(path: path)
+        } catch let error as RegularFile.OpenError {
+            throw DatabaseError(code: SQLITE_CANTOPEN, message: error.description)
+        }
+        var bytesRead = 0
+        try executeScript(reading: {
+            let chunk: [UInt8]
+            do { chunk = try file.read(upTo: max(chunkSize, 1)) } catch {
+                throw DatabaseError(code: SQLITE_IOERR, message: "cannot read \(path): \(error)")
+            }
+            guard !chunk.isEmpty else { return nil }
+            bytesRead += chunk.count
+            chunk.withUnsafeBufferPointer { observe?($0) }
+            progress?(bytesRead, file.size)
+            return chunk
+        }, beforeEach: beforeEach)
+    }
+
+    /// The one execution path for in-memory and streamed scripts: `readChunk` returns the next bytes, nil at the end.
+    private func executeScript(reading readChunk: () throws -> [UInt8]?,
+                               beforeEach: ((Statement) throws -> Void)?) throws {
+        guard !isClosed else { throw DatabaseError.misuse("the database connection is closed") }
+        var buffer = ScriptBuffer()
+        var scanner = SQLScanner()
+        var position = TextPosition()
+        var consumed = 0
+        var scanned = 0
+        var endOfInput = false
+
+        func readMore() throws {
+            guard let chunk = try readChunk(), !chunk.isEmpty else { endOfInput = true; return }
+            if let nul = chunk.firstIndex(of: 0) {
+                var at = position
+                at.advance(over: buffer, from: consumed, to: buffer.end)
+                chunk.withUnsafeBufferPointer { at.advance(over: $0, from: 0, to: nul) }
+                throw DatabaseError(code: SQLITE_ERROR,
+                    message: "the text contains a NUL byte, which would silently end it for SQLite; remove it")
+                    .at(line: at.line, column: at.column)
+            }
+            buffer.append(chunk, droppingBefore: consumed)
+        }
+
+        /// Runs the statements of one scanned range; usually one, more where SQLite splits finer than the scanner.
+        func run(_ range: Range<Int>) throws {
+            position.advance(over: buffer, from: consumed, to: range.lowerBound)
+            var offset = range.lowerBound
+            while offset < range.upperBound {
+                let start = buffer.skipTrivia(from: offset, to: range.upperBound)
+                position.advance(over: buffer, from: offset, to: start)
                 offset = start
-                guard offset < total else { return }
+                guard offset < range.upperBound else { break }
+                guard range.upperBound - offset <= Int(Int32.max) else {
+                    throw DatabaseError(code: SQLITE_TOOBIG, message: "a statement of \(range.upperBound - offset) bytes is longer than SQLite accepts")
+                        .at(line: position.line, column: position.column)
+                }
                 var statement: OpaquePointer?
-                var tail: UnsafePointer<CChar>?
-                let code = sqlite3_prepare_v2(handle, base + offset, Int32(total - offset), &statement, &tail)
-                let statementEnd = tail.map { $0 - UnsafePointer(base) } ?? total
-                let sql = String(decoding: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[offset..<statementEnd]),
-                                 as: UTF8.self)
+                var tailOffset = range.upperBound
+                let code = buffer.withBytes(from: offset) { pointer in
+                    var tail: UnsafePointer<CChar>?
+                    let code = sqlite3_prepare_v2(handle, pointer, Int32(range.upperBound - offset), &statement, &tail)
+                    if let tail { tailOffset = offset + pointer.distance(to: tail) }
+                    return code
+                }
                 guard code == SQLITE_OK else {
-                    throw lastError(code, sql: sql).at(line: position.line, column: position.column)
+                    sqlite3_finalize(statement)
+                    throw lastError(code, sql: buffer.string(from: offset, to: min(range.upperBound, offset + 200)))
+                        .at(line: position.line, column: position.column)
                 }
                 guard let statement else {
-                    // An empty statement (a lone `;`) compiles to nothing; anything after it still runs.
-                    guard statementEnd > offset else { return }
-                    position.advance(over: UnsafeBufferPointer(buffer), from: offset, to: statementEnd)
-                    offset = statementEnd
+                    // Nothing compiled although the text is not blank: never skip it silently.
+                    guard tailOffset > offset else {
+                        throw DatabaseError(code: SQLITE_ERROR, message: "SQLite compiled nothing from this text",
+                                            sql: buffer.string(from: offset, to: min(range.upperBound, offset + 200)))
+                            .at(line: position.line, column: position.column)
+                    }
+                    position.advance(over: buffer, from: offset, to: tailOffset)
+                    offset = tailOffset
                     continue
                 }
+                let sql = buffer.string(from: offset, to: tailOffset)
                 try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql), at: position, beforeEach)
-                position.advance(over: UnsafeBufferPointer(buffer), from: offset, to: statementEnd)
-                offset = statementEnd
+                position.advance(over: buffer, from: offset, to: tailOffset)
+                offset = tailOffset
             }
+            consumed = range.upperBound
         }
+
+        // The BOM check needs the first three bytes, which a small read may split.
+        while buffer.end < 3 && !endOfInput { try readMore() }
+        if buffer.startsWithBOM { consumed = 3; scanned = 3 }
+        while true {
+            if scanned == buffer.end {
+                if endOfInput { break }
+                try readMore()
+                continue
+            }
+            var index = scanned - buffer.base
+            let range = buffer.withReadableBytes { scanner.nextStatement(in: $0, base: buffer.base, index: &index) }
+            scanned = buffer.base + index
+            if let range { try run(range) }
+        }
+        if let open = scanner.unterminated {
+            var at = position
+            at.advance(over: buffer, from: consumed, to: open.start)
+            throw DatabaseError(code: SQLITE_ERROR,
+                message: "the text ends inside a \(open.what) that starts here; nothing after it could run")
+                .at(line: at.line, column: at.column)
+        }
+        if let last = scanner.finish(at: buffer.end) { try run(last) }
     }
 
     /// Runs one statement of a script to completion; its error carries the statement's position.
@@ -55,196 +161,79 @@ extension Database {
             throw error.at(line: position.line, column: position.column)
         }
     }
+}
 
-    /// The index of the first byte at or after `offset` that is not whitespace or a comment.
-    static func skipTrivia(_ text: UnsafeBufferPointer<CChar>, from offset: Int, end: Int) -> Int {
-        scanTrivia(text, from: offset, end: end).end
+/// The unexecuted part of a SQL text, addressed by absolute offsets into the whole text; bytes before the point
+/// already run are dropped when more is read, so it holds at most one statement and one chunk.
+struct ScriptBuffer {
+    private var storage: [UInt8] = []
+    /// The absolute offset of `storage[0]`.
+    private(set) var base = 0
+    /// The absolute offset just past the last byte read.
+    var end: Int { base + storage.count }
+
+    var startsWithBOM: Bool { base == 0 && storage.starts(with: [0xEF, 0xBB, 0xBF]) }
+
+    mutating func append(_ bytes: [UInt8], droppingBefore offset: Int) {
+        let drop = offset - base
+        if drop > 0 {
+            storage.removeFirst(drop)
+            base = offset
+        }
+        storage.append(contentsOf: bytes)
     }
 
-    /// Like `skipTrivia`, and whether the text ended inside a comment or on a `-` or `/` that may start one, so a
-    /// streaming reader knows to read more before deciding.
-    static func scanTrivia(_ text: UnsafeBufferPointer<CChar>, from offset: Int, end: Int) -> (end: Int, open: Bool) {
-        let dash = CChar(UInt8(ascii: "-")), slash = CChar(UInt8(ascii: "/")), star = CChar(UInt8(ascii: "*"))
-        var i = offset
-        while i < end {
-            let c = UInt8(bitPattern: text[i])
-            // A lone `;` is an empty statement: nothing to run, like a blank.
-            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D || c == 0x0C || c == 0x0B || c == UInt8(ascii: ";") {
+    func withReadableBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try storage.withUnsafeBufferPointer(body)
+    }
+
+    /// Calls `body` with a pointer to the byte at absolute `offset`, as SQLite's C strings want it.
+    func withBytes<R>(from offset: Int, _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes { raw in
+            guard let address = raw.baseAddress else { return try body("") }
+            return try body(address.advanced(by: offset - base).assumingMemoryBound(to: CChar.self))
+        }
+    }
+
+    func string(from start: Int, to end: Int) -> String {
+        String(decoding: storage[(start - base)..<(end - base)], as: UTF8.self)
+    }
+
+    /// The absolute offset of the first byte in `start..<end` that is not whitespace, a comment or a lone `;`.
+    func skipTrivia(from start: Int, to end: Int) -> Int {
+        var i = start - base
+        let limit = end - base
+        while i < limit {
+            let byte = storage[i]
+            if byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) || byte == UInt8(ascii: ";") {
                 i += 1
-            } else if text[i] == dash || text[i] == slash {
-                guard i + 1 < end else { return (i, true) }
-                if text[i] == dash && text[i + 1] == dash {
-                    while i < end, text[i] != 0x0A { i += 1 }
-                    if i == end { return (i, true) }
-                } else if text[i] == slash && text[i + 1] == star {
-                    i += 2
-                    while i < end, !(text[i] == star && i + 1 < end && text[i + 1] == slash) { i += 1 }
-                    if i >= end - 1 { return (end, true) }
-                    i += 2
-                } else {
-                    break
+            } else if byte == UInt8(ascii: "-"), i + 1 < limit, storage[i + 1] == UInt8(ascii: "-") {
+                while i < limit && storage[i] != 0x0A { i += 1 }
+            } else if byte == UInt8(ascii: "/"), i + 1 < limit, storage[i + 1] == UInt8(ascii: "*") {
+                i += 2
+                while i < limit && !(storage[i] == UInt8(ascii: "*") && i + 1 < limit && storage[i + 1] == UInt8(ascii: "/")) {
+                    i += 1
                 }
+                i = min(i + 2, limit)
             } else {
                 break
             }
         }
-        return (i, false)
-    }
-}
-
-extension Database {
-    /// Runs a SQL file statement by statement, reading it in chunks: memory holds one statement and one chunk,
-    /// whatever the file's size. Errors carry the failing statement's 1-based line and column, as
-    /// `executeScript(_:)` does. A UTF-8 BOM at the start is skipped.
-    /// - Parameter progress: called after each chunk is read with the bytes read so far and the file's size.
-    public func executeScript(contentsOfFile path: String, chunkSize: Int = 1 << 20,
-                              progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)? = nil,
-                              beforeEach: ((Statement) throws -> Void)? = nil) throws {
-        guard !isClosed else { throw DatabaseError.misuse("the database connection is closed") }
-        guard let file = FileHandle(forReadingAtPath: path) else {
-            throw DatabaseError(code: SQLITE_CANTOPEN, message: "cannot read \(path)")
-        }
-        defer { try? file.close() }
-        var buffer = ScriptBuffer()
-        var endOfFile = false
-        var position = TextPosition()
-        var atStart = true
-        var bytesRead = 0
-        let totalBytes = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
-
-        func readMore() throws {
-            var data = try file.read(upToCount: max(chunkSize, 1)) ?? Data()
-            if data.isEmpty { endOfFile = true; return }
-            if atStart {
-                // The BOM check needs the first three bytes, which a small read may split.
-                while data.count < 3, let more = try file.read(upToCount: 3 - data.count), !more.isEmpty { data.append(more) }
-            }
-            bytesRead += data.count
-            progress?(bytesRead, totalBytes)
-            if atStart {
-                atStart = false
-                if data.starts(with: [0xEF, 0xBB, 0xBF]) { data.removeFirst(3) }
-            }
-            buffer.append(data[...])
-        }
-
-        while true {
-            // Skip blanks and comments, reading on while a comment may continue past the buffered text.
-            var trivia = buffer.withReadableText { Self.scanTrivia($0, from: buffer.start, end: buffer.end) }
-            while trivia.open && !endOfFile {
-                try readMore()
-                trivia = buffer.withReadableText { Self.scanTrivia($0, from: buffer.start, end: buffer.end) }
-            }
-            position.advance(over: buffer, from: buffer.start, to: trivia.end)
-            buffer.consume(upTo: trivia.end)
-            if buffer.start == buffer.end {
-                if endOfFile { return }
-                try readMore()
-                continue
-            }
-
-            var statement: OpaquePointer?
-            var statementEnd = 0
-            var code = SQLITE_OK
-            var complete = false
-            let (from, to) = (buffer.start, buffer.end)
-            buffer.withText { text in
-                guard let base = text.baseAddress else { return }
-                var tail: UnsafePointer<CChar>?
-                code = sqlite3_prepare_v2(handle, base + from, Int32(to - from), &statement, &tail)
-                statementEnd = tail.map { $0 - UnsafePointer(base) } ?? to
-                if code == SQLITE_OK {
-                    // A statement that stops at the end of the buffered text may continue in the next chunk
-                    // ("SELECT 1" then "0;"): only a statement SQLite calls complete is safe to run early.
-                    let saved = text[statementEnd]
-                    text[statementEnd] = 0
-                    complete = sqlite3_complete(base + from) != 0
-                    text[statementEnd] = saved
-                }
-            }
-            if code == SQLITE_OK, let prepared = statement, complete || statementEnd < buffer.end || endOfFile {
-                let sql = buffer.string(from: buffer.start, to: statementEnd)
-                try runScriptStatement(Statement(handle: prepared, connection: handle, sql: sql), at: position, beforeEach)
-                position.advance(over: buffer, from: buffer.start, to: statementEnd)
-                buffer.consume(upTo: statementEnd)
-                continue
-            }
-            sqlite3_finalize(statement)
-            if code == SQLITE_OK && statement == nil {
-                if statementEnd > buffer.start {
-                    position.advance(over: buffer, from: buffer.start, to: statementEnd)
-                    buffer.consume(upTo: statementEnd)
-                    continue
-                }
-                if endOfFile { return }
-            }
-            // Incomplete or failing text: read more, unless the failing statement is already complete here.
-            if !endOfFile && !buffer.containsCompleteStatement() {
-                try readMore()
-                continue
-            }
-            if code == SQLITE_OK { try readMore(); continue }
-            throw lastError(code, sql: buffer.string(from: buffer.start, to: min(buffer.end, buffer.start + 200)))
-                .at(line: position.line, column: position.column)
-        }
-    }
-}
-
-/// The unexecuted part of a SQL file, NUL-terminated for SQLite; compacted only when more text is read.
-struct ScriptBuffer {
-    private(set) var storage: [CChar] = [0]
-    private(set) var start = 0
-    var end: Int { storage.count - 1 }
-
-    mutating func append(_ bytes: Data.SubSequence) {
-        if start > 0 {
-            storage.removeFirst(start)
-            start = 0
-        }
-        storage.removeLast()
-        storage.reserveCapacity(storage.count + bytes.count + 1)
-        for byte in bytes { storage.append(CChar(bitPattern: byte)) }
-        storage.append(0)
-    }
-
-    mutating func consume(upTo offset: Int) {
-        start = offset
-    }
-
-    mutating func withText<R>(_ body: (UnsafeMutableBufferPointer<CChar>) throws -> R) rethrows -> R {
-        try storage.withUnsafeMutableBufferPointer { try body($0) }
-    }
-
-    func withReadableText<R>(_ body: (UnsafeBufferPointer<CChar>) throws -> R) rethrows -> R {
-        try storage.withUnsafeBufferPointer(body)
-    }
-
-    func string(from: Int, to: Int) -> String {
-        storage[from..<to].withUnsafeBufferPointer { chars in
-            String(decoding: UnsafeRawBufferPointer(chars), as: UTF8.self)
-        }
-    }
-
-    /// True when the buffered text holds at least one complete statement (trigger-aware, as SQLite sees it).
-    /// Used only when a statement fails or spans a chunk boundary.
-    func containsCompleteStatement() -> Bool {
-        var text = Array(storage[start..<end]) + [0]
-        let semicolon = CChar(UInt8(ascii: ";"))
-        var index = 0
-        while index < text.count - 1, let found = text[index..<(text.count - 1)].firstIndex(of: semicolon) {
-            let saved = text[found + 1]
-            text[found + 1] = 0
-            let complete = sqlite3_complete(text) != 0
-            text[found + 1] = saved
-            if complete { return true }
-            index = found + 1
-        }
-        return false
+        return base + i
     }
 }
 
 extension TextPosition {
+    /// Advances over the buffered bytes between two absolute offsets.
     mutating func advance(over buffer: ScriptBuffer, from start: Int, to end: Int) {
-        buffer.withReadableText { advance(over: $0, from: start, to: end) }
+        guard start < end else { return }
+        buffer.withReadableBytes { bytes in
+            for i in (start - buffer.base)..<(end - buffer.base) { advance(over: bytes[i]) }
+        }
+    }
+
+    mutating func advance(over bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) {
+        guard start < end else { return }
+        for i in start..<end { advance(over: bytes[i]) }
     }
 }

@@ -107,6 +107,10 @@ public struct MigrationStep: Sendable, Equatable {
     public let path: String
     /// False for `transaction="none"` files (VACUUM, `PRAGMA journal_mode`, …), which run outside a transaction.
     public let runsInTransaction: Bool
+    /// True for `foreignKeys="on"`: foreign keys are enforced while the file runs, so `ON DELETE` actions fire.
+    /// By default they are off while a migration runs (and checked before it commits), as SQLite's documented
+    /// procedure for schema changes requires: a table rebuild must not cascade into its children.
+    public var enforcesForeignKeys = false
     /// Where the manifest declares it (its `<migrations>` or `<migration>` element).
     public let location: SourceLocation
 }

@@ -110,7 +110,9 @@ struct ManifestLoader {
                         let file = (resolved as NSString).appendingPathComponent(name)
                         var isDir: ObjCBool = false
                         guard FileManager.default.fileExists(atPath: file, isDirectory: &isDir), !isDir.boolValue else { continue }
-                        found[file] = MigrationStep(id: name, path: file, runsInTransaction: true, location: element.location)
+                        found[file] = MigrationStep(id: name, path: file, runsInTransaction: true,
+                                                    enforcesForeignKeys: element.attribute("foreignKeys") == "on",
+                                                    location: element.location)
                     }
                 } catch {
                     problem(element, "cannot list migrations directory '\(relative)': \(error.localizedDescription)")
@@ -126,6 +128,7 @@ struct ManifestLoader {
             }
             found[resolved] = MigrationStep(id: (resolved as NSString).lastPathComponent, path: resolved,
                                             runsInTransaction: child.attribute("transaction") != "none",
+                                            enforcesForeignKeys: (child.attribute("foreignKeys") ?? element.attribute("foreignKeys")) == "on",
                                             location: child.location)
         }
         migrations += found.values

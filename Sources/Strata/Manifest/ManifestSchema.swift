@@ -26,6 +26,9 @@ enum ManifestSchema {
       <xs:simpleType name="storage">
         <xs:restriction base="xs:string"><xs:enumeration value="text"/><xs:enumeration value="unix"/></xs:restriction>
       </xs:simpleType>
+      <xs:simpleType name="onOff">
+        <xs:restriction base="xs:string"><xs:enumeration value="on"/><xs:enumeration value="off"/></xs:restriction>
+      </xs:simpleType>
       <xs:simpleType name="transaction">
         <xs:restriction base="xs:string"><xs:enumeration value="file"/><xs:enumeration value="none"/></xs:restriction>
       </xs:simpleType>
@@ -43,10 +46,12 @@ enum ManifestSchema {
                     <xs:complexType>
                       <xs:attribute name="file" type="nonEmpty" use="required"/>
                       <xs:attribute name="transaction" type="transaction"/>
+                      <xs:attribute name="foreignKeys" type="onOff"/>
                     </xs:complexType>
                   </xs:element>
                 </xs:sequence>
                 <xs:attribute name="directory" type="nonEmpty"/>
+                <xs:attribute name="foreignKeys" type="onOff"/>
               </xs:complexType>
             </xs:element>
             <xs:element name="seeds">

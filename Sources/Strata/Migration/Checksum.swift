@@ -1,67 +1,54 @@
 import CCrypto
 import Foundation
 
-/// SHA-256 of a file's content with line endings normalised, so an editor switching CRLF and LF
-/// (or adding a UTF-8 BOM) is not drift, while any other change is.
+/// SHA-256 of a file's content with line endings normalised where they are layout, so an editor switching CRLF and
+/// LF (or adding a UTF-8 BOM) is not drift, while any other change is, including a line ending inside a SQL string
+/// or a quoted CSV field, which is data.
 public enum Checksum {
-    /// Bumped whenever the normalisation changes, so old history rows can be told apart.
-    public static let algorithmVersion = 1
+    /// The normalisation used for new records. 1: BOM removed, every CRLF and CR turned into LF. 2: BOM removed,
+    /// CRLF and CR turned into LF only outside SQL literals (strings, quoted identifiers) and quoted CSV fields.
+    public static let algorithmVersion = 2
+
+    /// What a file holds, which decides where its line endings are data.
+    public enum Content: Sendable {
+        case sql, csv
+    }
 
     /// Hex SHA-256 of normalised `bytes`.
-    public static func of(_ bytes: [UInt8]) throws -> String {
-        let hasher = try NormalizingHasher()
+    public static func of(_ bytes: [UInt8], content: Content = .sql, version: Int = algorithmVersion) throws -> String {
+        let hasher = try NormalizingHasher(content: content, version: version)
         bytes.withUnsafeBufferPointer { hasher.update($0) }
         return try hasher.finish()
     }
 
     /// Hex SHA-256 of the normalised content of a file, read in chunks so any size works in constant memory.
-    public static func ofFile(atPath path: String) throws -> String {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ChecksumError(message: "cannot read \(path)")
-        }
-        defer { try? handle.close() }
-        let hasher = try NormalizingHasher()
+    /// `version` is the one a history record was written with, so old records compare as they were made.
+    public static func ofFile(atPath path: String, content: Content, version: Int = algorithmVersion) throws -> String {
+        let file: RegularFile
+        do { file = try RegularFile(path: path) } catch { throw ChecksumError(message: "\(error)") }
+        let hasher = try NormalizingHasher(content: content, version: version)
         while true {
-            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            let chunk: [UInt8]
+            do { chunk = try file.read(upTo: 1 << 20) } catch { throw ChecksumError(message: "cannot read \(path): \(error)") }
             if chunk.isEmpty { break }
-            chunk.withUnsafeBytes { hasher.update($0.bindMemory(to: UInt8.self)) }
+            chunk.withUnsafeBufferPointer { hasher.update($0) }
         }
         return try hasher.finish()
     }
 
-    /// The normalised text (BOM removed, CRLF and CR turned into LF), as recorded in history.
-    public static func normalizedText(_ bytes: [UInt8]) -> String {
+    /// The normalised text (BOM removed, line endings as the current version normalises them), as recorded in history.
+    public static func normalizedText(_ bytes: [UInt8], content: Content = .sql) -> String {
         let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
-        var previousWasCR = false
+        var normalizer = LineEndingNormalizer(content: content, version: algorithmVersion)
         return body.withUnsafeBufferPointer { input in
             String(unsafeUninitializedCapacity: input.count) { output in
                 guard let target = output.baseAddress else { return 0 }
-                return normalizeLineEndings(input, into: target, previousWasCR: &previousWasCR)
+                return normalizer.normalize(input, into: target)
             }
         }
     }
 
-    /// Copies `input` to `output` (room for `input.count` bytes) with CRLF and lone CR turned into LF; returns the
-    /// bytes written. `previousWasCR` carries a CR at the end of one chunk over to the next, so chunked input
-    /// normalises exactly as the whole would.
-    static func normalizeLineEndings(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>,
-                                     previousWasCR: inout Bool) -> Int {
-        var written = 0
-        for byte in input {
-            if byte == 0x0D {
-                output[written] = 0x0A
-                written += 1
-                previousWasCR = true
-            } else {
-                if !(byte == 0x0A && previousWasCR) {
-                    output[written] = byte
-                    written += 1
-                }
-                previousWasCR = false
-            }
-        }
-        return written
-    }
+    static func isKnown(_ version: Int) -> Bool { version == 1 || version == 2 }
 }
 
 public struct ChecksumError: Error, CustomStringConvertible {
@@ -69,22 +56,111 @@ public struct ChecksumError: Error, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// Feeds normalised bytes into libcrypto's SHA-256, carrying a trailing CR across chunk boundaries.
+/// Turns CRLF and lone CR into LF where they are layout, carrying its state across chunks so chunked input
+/// normalises exactly as the whole would.
+struct LineEndingNormalizer {
+    /// Tells literal bytes from layout: SQL's lexical state, or for CSV whether an odd number of quotes precedes
+    /// (in RFC 4180 text a quote only opens, closes or doubles inside a quoted field, so parity is inside-ness).
+    private enum Literals {
+        case everywhereLayout
+        case sql(SQLScanner, offset: Int)
+        case csv(insideQuotes: Bool)
+    }
+
+    private var literals: Literals
+    private var previousWasNormalizedCR = false
+
+    init(content: Checksum.Content, version: Int) {
+        switch (version, content) {
+        case (1, _): literals = .everywhereLayout
+        case (_, .sql): literals = .sql(SQLScanner(), offset: 0)
+        case (_, .csv): literals = .csv(insideQuotes: false)
+        }
+    }
+
+    /// True when no byte of `input` needs rewriting, so it can be used as it is (after `advance(over:)`).
+    func isUnchanged(_ input: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = input.baseAddress, !input.isEmpty else { return true }
+        return memchr(base, 0x0D, input.count) == nil && !(previousWasNormalizedCR && base[0] == 0x0A)
+    }
+
+    /// Moves the literal state over bytes that are used unchanged.
+    mutating func advance(over input: UnsafeBufferPointer<UInt8>) {
+        previousWasNormalizedCR = false
+        moveLiteralState(over: input, to: input.count)
+    }
+
+    /// Copies `input` to `output` (room for `input.count` bytes) with layout line endings normalised; returns the
+    /// bytes written.
+    mutating func normalize(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>) -> Int {
+        var written = 0
+        var scanned = 0
+        for (index, byte) in input.enumerated() {
+            if byte == 0x0D || (byte == 0x0A && previousWasNormalizedCR) {
+                moveLiteralState(over: input, from: scanned, to: index)
+                scanned = index
+            }
+            if byte == 0x0D && !isInsideLiteral {
+                output[written] = 0x0A
+                written += 1
+                previousWasNormalizedCR = true
+                continue
+            }
+            if !(byte == 0x0A && previousWasNormalizedCR) {
+                output[written] = byte
+                written += 1
+            }
+            previousWasNormalizedCR = false
+        }
+        moveLiteralState(over: input, from: scanned, to: input.count)
+        return written
+    }
+
+    private var isInsideLiteral: Bool {
+        switch literals {
+        case .everywhereLayout: false
+        case .sql(let scanner, _): scanner.isInsideLiteral
+        case .csv(let inside): inside
+        }
+    }
+
+    private mutating func moveLiteralState(over input: UnsafeBufferPointer<UInt8>, from start: Int = 0, to end: Int) {
+        guard start < end else { return }
+        switch literals {
+        case .everywhereLayout:
+            break
+        case .sql(var scanner, let offset):
+            let part = UnsafeBufferPointer(rebasing: input[start..<end])
+            var index = 0
+            while index < part.count { _ = scanner.nextStatement(in: part, base: offset, index: &index) }
+            literals = .sql(scanner, offset: offset + part.count)
+        case .csv(var inside):
+            for byte in input[start..<end] where byte == UInt8(ascii: "\"") { inside.toggle() }
+            literals = .csv(insideQuotes: inside)
+        }
+    }
+}
+
+/// Feeds normalised bytes into libcrypto's SHA-256.
 final class NormalizingHasher {
     private let context: OpaquePointer
+    private var normalizer: LineEndingNormalizer
     private var atStart = true
     private var pendingBOM: [UInt8] = []
-    private var lastWasCR = false
     private var scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
     private var scratchCapacity = 1
 
-    init() throws {
+    init(content: Checksum.Content, version: Int = Checksum.algorithmVersion) throws {
+        guard Checksum.isKnown(version) else {
+            throw ChecksumError(message: "checksum version \(version) was written by a newer Strata; upgrade Strata to compare it")
+        }
         guard let context = EVP_MD_CTX_new() else { throw ChecksumError(message: "libcrypto could not allocate a digest") }
         guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
             EVP_MD_CTX_free(context)
             throw ChecksumError(message: "libcrypto could not start SHA-256")
         }
         self.context = context
+        normalizer = LineEndingNormalizer(content: content, version: version)
     }
 
     deinit {
@@ -109,22 +185,21 @@ final class NormalizingHasher {
                 atStart = false
                 let held = pendingBOM
                 pendingBOM = []
-                held.withUnsafeBufferPointer { feed($0[...]) }
+                held.withUnsafeBufferPointer { feed($0) }
             } else {
                 return
             }
         }
-        feed(bytes)
+        feed(UnsafeBufferPointer(rebasing: bytes))
     }
 
-    private func feed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) {
-        let input = UnsafeBufferPointer(rebasing: bytes)
+    private func feed(_ input: UnsafeBufferPointer<UInt8>) {
         guard let base = input.baseAddress, !input.isEmpty else { return }
         let count = input.count
-        // Fast path: no CR anywhere in the chunk means nothing to normalise.
-        if memchr(base, 0x0D, count) == nil && !(lastWasCR && base[0] == 0x0A) {
+        // Fast path: nothing to normalise in the chunk.
+        if normalizer.isUnchanged(input) {
+            normalizer.advance(over: input)
             _ = EVP_DigestUpdate(context, base, count)
-            lastWasCR = false
             return
         }
         if scratchCapacity < count {
@@ -132,7 +207,7 @@ final class NormalizingHasher {
             scratch = .allocate(capacity: count)
             scratchCapacity = count
         }
-        let written = Checksum.normalizeLineEndings(input, into: scratch, previousWasCR: &lastWasCR)
+        let written = normalizer.normalize(input, into: scratch)
         _ = EVP_DigestUpdate(context, scratch, written)
     }
 
@@ -140,7 +215,7 @@ final class NormalizingHasher {
         if !pendingBOM.isEmpty {
             let held = pendingBOM
             pendingBOM = []
-            held.withUnsafeBufferPointer { feed($0[...]) }
+            held.withUnsafeBufferPointer { feed($0) }
         }
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0

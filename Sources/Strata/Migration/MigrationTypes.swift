@@ -113,9 +113,34 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public let line: Int?
     public let column: Int?
     public let message: String
+    /// What the failed step left in the database.
+    public var aftermath = Aftermath.rolledBack
 
-    /// `file:line:column: message`
-    public var description: String { placeDescription(file, line, column, message) }
+    /// What a failed step left behind.
+    public enum Aftermath: Sendable, Equatable {
+        /// Rolled back: the database is exactly as it was before the step.
+        case rolledBack
+        /// A `transaction="none"` file stopped part-way: what it says stayed applied, and the step is recorded
+        /// `failed` until a human settles it with `strata resolve`.
+        case partlyApplied(String)
+    }
+
+    /// `file:line:column: message`, and for a partly applied step what stayed and what to do.
+    public var description: String {
+        switch aftermath {
+        case .rolledBack:
+            return placeDescription(file, line, column, message)
+        case .partlyApplied(let kept):
+            return placeDescription(file, line, column, message)
+                + "; \(kept); it is recorded failed: check the database, then run 'strata resolve \(id) --applied' or 'strata resolve \(id) --rolled-back'"
+        }
+    }
+
+    func partlyApplied(_ kept: String) -> StepFailure {
+        var failure = self
+        failure.aftermath = .partlyApplied(kept)
+        return failure
+    }
 }
 
 /// `file:line:column: message`, leaving out what is unknown.

@@ -27,17 +27,18 @@ public struct Migrator {
     /// data load into memory.
     static let lintSizeLimit = 4 << 20
 
-    /// Transactional migrations containing statements that cannot run inside a transaction.
+    /// What migrations may not do, found before anything runs (see `SQLLint`): statements that cannot run inside
+    /// a transaction in transactional files, writes to the history table, and text SQLite would not run to its end.
     public func lint() -> [ManifestProblem] {
         lintFindings(manifest.migrations).map(\.problem)
     }
 
     private func lintFindings(_ migrations: [MigrationStep]) -> [(id: String, problem: ManifestProblem)] {
-        migrations.filter(\.runsInTransaction).flatMap { migration in
+        migrations.flatMap { migration in
             guard let bytes = Self.fileBytes(migration.path, atMost: Self.lintSizeLimit) else {
                 return [(id: String, problem: ManifestProblem)]()
             }
-            return SQLLint.findings(in: Checksum.normalizedText(bytes)).map {
+            return SQLLint.findings(in: bytes, insideTransaction: migration.runsInTransaction).map {
                 (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line, column: $0.column),
                                                $0.message + " (\(migration.location))"))
             }
@@ -55,7 +56,10 @@ public struct Migrator {
         for step in manifest.plan {
             let record = byKey.removeValue(forKey: key(step.kind, step.id))
             // Only a recorded step needs its file hashed; a pending seed may be large.
-            let checksum = record == nil ? nil : try? Checksum.ofFile(atPath: step.filePath)
+            // A record is compared under the checksum version it was written with.
+            let checksum = record.flatMap {
+                try? Checksum.ofFile(atPath: step.filePath, content: step.checksumContent, version: $0.checksumVersion)
+            }
             let state: StepStatus.State
             if let record {
                 if record.isDirty { state = .dirty }
@@ -133,7 +137,7 @@ public struct Migrator {
             var fingerprint: String
             switch planned.step {
             case .migration(let migration):
-                fingerprint = (try? Checksum.ofFile(atPath: migration.path)) ?? "unreadable"
+                fingerprint = (try? Checksum.ofFile(atPath: migration.path, content: .sql)) ?? "unreadable"
             case .seed(let seed):
                 let attributes = try? FileManager.default.attributesOfItem(atPath: seed.path)
                 let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
@@ -222,24 +226,27 @@ public struct Migrator {
     private struct AppliedElsewhere: Error {}
 
     private func applyInTransaction(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
-        let (text, checksum) = try read(migration)
         let started = ContinuousClock.now
         do {
             return try withWriteLock {
-                try database.transaction(.immediate) { db in
-                    try history.create()
-                    if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
-                        try check(record, checksum: checksum, id: migration.id)
-                        throw AppliedElsewhere()
+                try withForeignKeys(enforced: migration.enforcesForeignKeys) {
+                    try database.transaction(.immediate) { db in
+                        try history.create()
+                        if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
+                            try check(record, checksum: fileChecksum(migration, version: record.checksumVersion), id: migration.id)
+                            throw AppliedElsewhere()
+                        }
+                        // Read, run, hash and record the same bytes, read only now that the write lock is held.
+                        let ran = try run(migration, progress)
+                        try checkForeignKeys(migration)
+                        let durationMs = milliseconds(since: started)
+                        try history.write(HistoryRecord(
+                            kind: .migration, identity: migration.id, checksum: ran.checksum,
+                            checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: durationMs,
+                            rowCount: nil, state: .applied, toolVersion: Strata.version, appliedSQL: ran.text, runner: nil,
+                            error: nil))
+                        return .applied(rows: nil, durationMs: durationMs)
                     }
-                    try run(migration, progress)
-                    try checkForeignKeys(migration)
-                    let durationMs = milliseconds(since: started)
-                    try history.write(HistoryRecord(
-                        kind: .migration, identity: migration.id, checksum: checksum,
-                        checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: durationMs,
-                        rowCount: nil, state: .applied, toolVersion: Strata.version, appliedSQL: text, runner: nil, error: nil))
-                    return .applied(rows: nil, durationMs: durationMs)
                 }
             }
         } catch is AppliedElsewhere {
@@ -260,7 +267,8 @@ public struct Migrator {
                         try history.create()
                         if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
                             if record.isDirty && Runner.isAliveElsewhere(record.runner) { return false }
-                            try check(record, checksum: checksum, id: migration.id)
+                            try check(record, checksum: record.checksumVersion == Checksum.algorithmVersion ? checksum
+                                      : fileChecksum(migration, version: record.checksumVersion), id: migration.id)
                             throw AppliedElsewhere()
                         }
                         try history.write(HistoryRecord(
@@ -284,24 +292,63 @@ public struct Migrator {
 
         let started = ContinuousClock.now
         var failure: StepFailure?
+        var ran: (checksum: String, text: String?)?
         do {
-            try run(migration, progress)
-            try checkForeignKeys(migration)
+            ran = try runOutsideTransaction(migration, progress)
         } catch let error as StepFailure {
             failure = error
         }
-        // The file may have switched foreign keys off; restore the connection's configuration.
-        if database.configuration.foreignKeys { try? database.execute("PRAGMA foreign_keys = ON") }
         let durationMs = milliseconds(since: started)
         try withWriteLock {
             try history.write(HistoryRecord(
-                kind: .migration, identity: migration.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
-                appliedAt: HistoryStore.now(), durationMs: durationMs, rowCount: nil,
-                state: failure == nil ? .applied : .failed, toolVersion: Strata.version, appliedSQL: text,
-                runner: failure == nil ? nil : Runner.current, error: failure?.description))
+                kind: .migration, identity: migration.id, checksum: ran?.checksum ?? checksum,
+                checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: durationMs,
+                rowCount: nil, state: failure == nil ? .applied : .failed, toolVersion: Strata.version,
+                appliedSQL: ran == nil ? text : ran?.text, runner: failure == nil ? nil : Runner.current,
+                error: failure?.description))
         }
         if let failure { throw failure }
         return .applied(rows: nil, durationMs: durationMs)
+    }
+
+    /// Runs a `transaction="none"` file. Its statements are not undone when one fails, so a failure says what
+    /// stayed applied. Afterwards the connection must be back in autocommit mode: a `BEGIN` without `COMMIT` would
+    /// otherwise hold everything, history included, until the connection closes, and then vanish.
+    private func runOutsideTransaction(_ migration: MigrationStep,
+                                       _ progress: ((MigrationEvent) -> Void)?) throws -> (checksum: String, text: String?) {
+        var statements = 0
+        return try withForeignKeys(enforced: migration.enforcesForeignKeys) {
+            let ran: (checksum: String, text: String?)
+            do {
+                ran = try run(migration, progress) { statements += 1 }
+            } catch let error as StepFailure {
+                let wasOpen = rollBackOpenTransaction()
+                let kept = statements - 1
+                let before = error.line.map { "the \(kept) statement\(kept == 1 ? "" : "s") before line \($0)" }
+                    ?? "the statements that ran before the failure"
+                throw error.partlyApplied(before + " stayed applied"
+                    + (wasOpen ? " (except those after the file's own BEGIN, which Strata rolled back)" : "")
+                    + "; nothing after the failing statement ran")
+            }
+            if rollBackOpenTransaction() {
+                throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                                  column: nil, message: "the file ended with a transaction still open (BEGIN without COMMIT)")
+                    .partlyApplied("Strata rolled that transaction back: the statements before its BEGIN stayed applied, those after it did not")
+            }
+            do {
+                try checkForeignKeys(migration)
+            } catch let error as StepFailure {
+                throw error.partlyApplied("every statement of the file ran and stayed applied")
+            }
+            return ran
+        }
+    }
+
+    /// Rolls back a transaction a file left open; true when there was one.
+    private func rollBackOpenTransaction() -> Bool {
+        guard database.isInTransaction else { return false }
+        try? database.execute("ROLLBACK")
+        return true
     }
 
     private func applySeed(_ seed: SeedStep, started: ContinuousClock.Instant,
@@ -310,30 +357,30 @@ public struct Migrator {
             return try withWriteLock {
                 try database.transaction(.immediate) { db in
                     try history.create()
-                    var knownChecksum: String?
                     if let record = try history.record(kind: .seed, identity: seed.id), record.state != .deleted {
-                        let checksum = try seedChecksum(seed)
+                        let checksum = try seedChecksum(seed, version: record.checksumVersion)
                         if !(seed.onChange == .reapply && record.isApplied && record.checksum != checksum) {
                             try check(record, checksum: checksum, id: seed.id)
                             throw AppliedElsewhere()
                         }
-                        knownChecksum = checksum
                     }
                     var loader = SeedLoader(step: seed, database: db) { rows, read, total in
                         progress?(.seedProgress(id: seed.id, rows: rows, bytesRead: read, totalBytes: total))
                     }
-                    loader.computeChecksum = knownChecksum == nil
+                    // The checksum recorded is that of the bytes loaded, hashed from the same read.
+                    loader.computeChecksum = true
                     let loaded: (rows: Int, checksum: String?)
                     do {
-                        loaded = try loader.load()
+                        // Seeds, and triggers on seeded tables, may not write Strata's history either.
+                        loaded = try db.withAuthorizer(ScriptRules(insideTransaction: true)) { try loader.load() }
                     } catch let error as SeedError {
                         throw StepFailure(kind: .seed, id: seed.id, file: error.file, line: error.line,
                                           column: error.column, message: error.message)
-                    } catch let error as DatabaseError where error.resultCode != SQLITE_BUSY {
+                    } catch let error as DatabaseError where !error.isBusy {
                         throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
                                           message: error.message)
                     }
-                    let checksum = try knownChecksum ?? loaded.checksum ?? seedChecksum(seed)
+                    let checksum = try loaded.checksum ?? seedChecksum(seed, version: Checksum.algorithmVersion)
                     let durationMs = milliseconds(since: started)
                     try history.write(HistoryRecord(
                         kind: .seed, identity: seed.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
@@ -347,12 +394,21 @@ public struct Migrator {
         }
     }
 
-    private func seedChecksum(_ seed: SeedStep) throws -> String {
+    private func seedChecksum(_ seed: SeedStep, version: Int) throws -> String {
         do {
-            return try Checksum.ofFile(atPath: seed.path)
+            return try Checksum.ofFile(atPath: seed.path, content: .csv, version: version)
         } catch {
             throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
-                              message: "cannot read the seed file")
+                              message: "cannot read the seed file: \(error)")
+        }
+    }
+
+    private func fileChecksum(_ migration: MigrationStep, version: Int) throws -> String {
+        do {
+            return try Checksum.ofFile(atPath: migration.path, content: .sql, version: version)
+        } catch {
+            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                              column: nil, message: "cannot read the migration file: \(error)")
         }
     }
 
@@ -367,17 +423,17 @@ public struct Migrator {
         }
     }
 
-    /// The file's checksum (streamed) and, for files up to `recordedTextLimit`, its text for the history row.
+    /// The file's checksum and, for files up to `recordedTextLimit`, its text, read once: what a
+    /// `transaction="none"` step's claim records before it runs.
     private func read(_ migration: MigrationStep) throws -> (String?, String) {
         do {
-            // A small file is read once for both its recorded text and its checksum; a large one is hashed streaming.
             if let bytes = Self.fileBytes(migration.path, atMost: Self.recordedTextLimit) {
                 return (Checksum.normalizedText(bytes), try Checksum.of(bytes))
             }
-            return (nil, try Checksum.ofFile(atPath: migration.path))
+            return (nil, try Checksum.ofFile(atPath: migration.path, content: .sql))
         } catch {
             throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
-                              column: nil, message: "cannot read the migration file")
+                              column: nil, message: "cannot read the migration file: \(error)")
         }
     }
 
@@ -386,30 +442,62 @@ public struct Migrator {
     static let recordedTextLimit = 1 << 20
 
     static func recordedText(of path: String) -> String? {
-        fileBytes(path, atMost: recordedTextLimit).map(Checksum.normalizedText)
+        fileBytes(path, atMost: recordedTextLimit).map { Checksum.normalizedText($0) }
     }
 
     /// The file's bytes when it is no larger than `limit`; nil for a larger or unreadable file.
     private static func fileBytes(_ path: String, atMost limit: Int) -> [UInt8]? {
-        guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
-              size.intValue <= limit, let data = FileManager.default.contents(atPath: path) else { return nil }
-        return [UInt8](data)
+        guard let file = try? RegularFile(path: path), file.size <= limit,
+              let bytes = try? file.read(upTo: limit + 1), bytes.count <= limit else { return nil }
+        return bytes
     }
 
-    /// Runs the file streamed from disk. In a transactional file each statement is also checked before it runs
-    /// for what cannot run inside a transaction (`validate` checks files up to 4 MiB ahead of time).
-    private func run(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?) throws {
-        do {
-            try database.executeScript(contentsOfFile: migration.path, progress: { read, total in
-                progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
-            }) { statement in
-                guard migration.runsInTransaction, let finding = SQLLint.findings(in: statement.sql).first else { return }
-                throw DatabaseError(code: SQLITE_MISUSE, message: finding.message)
-            }
-        } catch let error as DatabaseError where error.resultCode != SQLITE_BUSY {
-            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: error.line,
-                              column: error.column, message: error.message)
+    /// Runs the file streamed from disk under the rules SQLite's authorizer enforces (see `ScriptRules`), and
+    /// returns the checksum and (for small files) the text of exactly the bytes that ran.
+    private func run(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?,
+                     statementStarted: (() -> Void)? = nil) throws -> (checksum: String, text: String?) {
+        let hasher: NormalizingHasher
+        do { hasher = try NormalizingHasher(content: .sql) } catch {
+            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                              column: nil, message: "\(error)")
         }
+        var kept: [UInt8]? = []
+        do {
+            try database.withAuthorizer(ScriptRules(insideTransaction: migration.runsInTransaction)) {
+                try database.executeScript(contentsOfFile: migration.path, progress: { read, total in
+                    progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
+                }, observe: { chunk in
+                    hasher.update(chunk)
+                    if let count = kept?.count {
+                        if count + chunk.count <= Self.recordedTextLimit { kept?.append(contentsOf: chunk) } else { kept = nil }
+                    }
+                }, beforeEach: statementStarted.map { started in { _ in started() } })
+            }
+        } catch let error as DatabaseError {
+            let message = error.line == nil && error.resultCode == SQLITE_CANTOPEN
+                ? "cannot read the migration file (\(error.message))" : error.message
+            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: error.line,
+                              column: error.column, message: message)
+        }
+        do {
+            return (try hasher.finish(), kept.map { Checksum.normalizedText($0) })
+        } catch {
+            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                              column: nil, message: "\(error)")
+        }
+    }
+
+    /// Runs `body` with foreign key enforcement set for a migration, then restores the connection's setting.
+    /// Off by default, as SQLite's documented procedure for schema changes prescribes: with it on, a table rebuild
+    /// (`DROP TABLE` of a parent) deletes or orphans its children. `checkForeignKeys` runs before commit instead.
+    /// The PRAGMA is a no-op inside a transaction, so it is set before `BEGIN`.
+    private func withForeignKeys<T>(enforced: Bool, _ body: () throws -> T) throws -> T {
+        let previous = try database.scalar("PRAGMA foreign_keys", as: Bool.self) ?? false
+        if previous != enforced { try database.execute("PRAGMA foreign_keys = \(enforced ? "ON" : "OFF")") }
+        defer {
+            if previous != enforced { try? database.execute("PRAGMA foreign_keys = \(previous ? "ON" : "OFF")") }
+        }
+        return try body()
     }
 
     private func checkForeignKeys(_ migration: MigrationStep) throws {
@@ -425,7 +513,7 @@ public struct Migrator {
     private func withWriteLock<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as DatabaseError where error.resultCode == SQLITE_BUSY {
+        } catch let error as DatabaseError where error.isBusy {
             throw MigrationError.lockTimeout(
                 "another process held the database's write lock for longer than the busy timeout (\(database.configuration.busyTimeout)); it may be migrating too — run again, or raise --timeout")
         }
@@ -452,7 +540,7 @@ public struct Migrator {
                     var text: String?
                     if case .migration = step { text = Self.recordedText(of: step.filePath) }
                     let checksum: String
-                    do { checksum = try Checksum.ofFile(atPath: step.filePath) } catch {
+                    do { checksum = try Checksum.ofFile(atPath: step.filePath, content: step.checksumContent) } catch {
                         throw MigrationError.invalidStep("cannot read \(displayPath(step.filePath))")
                     }
                     try history.write(HistoryRecord(
@@ -476,12 +564,15 @@ public struct Migrator {
                     guard let record = status.record else { continue }
                     switch status.state {
                     case .drifted:
-                        guard let checksum = status.checksum else { continue }
+                        // Re-recorded under the current checksum version.
+                        guard let path = status.step?.filePath,
+                              let checksum = try? Checksum.ofFile(atPath: path, content: record.kind == .seed ? .csv : .sql)
+                        else { continue }
                         var text = record.appliedSQL
                         if status.kind == .migration, let path = status.step?.filePath {
                             text = Self.recordedText(of: path)
                         }
-                        try history.write(record.with(checksum: checksum, appliedSQL: text))
+                        try history.write(record.with(checksum: checksum, version: Checksum.algorithmVersion, appliedSQL: text))
                         report.realigned.append(status.id)
                     case .missing:
                         try history.write(record.with(state: .deleted))
@@ -505,8 +596,12 @@ public struct Migrator {
                 }
                 switch resolution {
                 case .applied:
-                    let checksum = manifest.plan.first { $0.id == id }.flatMap { try? Checksum.ofFile(atPath: $0.filePath) }
-                    try history.write(record.with(checksum: checksum ?? record.checksum, state: .applied))
+                    let step = manifest.plan.first { $0.id == id && $0.kind == record.kind }
+                    if let step, let checksum = try? Checksum.ofFile(atPath: step.filePath, content: step.checksumContent) {
+                        try history.write(record.with(checksum: checksum, version: Checksum.algorithmVersion, state: .applied))
+                    } else {
+                        try history.write(record.with(state: .applied))
+                    }
                 case .rolledBack:
                     try history.delete(kind: record.kind, identity: id)
                 }
@@ -528,10 +623,21 @@ public struct Migrator {
     }
 }
 
+extension PlanStep {
+    /// How the step's file is hashed: line endings inside SQL literals or quoted CSV fields are data.
+    var checksumContent: Checksum.Content {
+        switch self {
+        case .migration: .sql
+        case .seed: .csv
+        }
+    }
+}
+
 extension HistoryRecord {
-    func with(checksum: String? = nil, state: State? = nil, appliedSQL: String?? = nil) -> HistoryRecord {
+    /// A copy with a new checksum (and the version it was computed with), state or text.
+    func with(checksum: String? = nil, version: Int? = nil, state: State? = nil, appliedSQL: String?? = nil) -> HistoryRecord {
         HistoryRecord(kind: kind, identity: identity, checksum: checksum ?? self.checksum,
-                      checksumVersion: Checksum.algorithmVersion, appliedAt: appliedAt, durationMs: durationMs,
+                      checksumVersion: version ?? checksumVersion, appliedAt: appliedAt, durationMs: durationMs,
                       rowCount: rowCount, state: state ?? self.state, toolVersion: toolVersion,
                       appliedSQL: appliedSQL ?? self.appliedSQL, runner: state == nil ? runner : nil,
                       error: state == nil ? error : nil)

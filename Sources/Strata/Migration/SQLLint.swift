@@ -1,147 +1,168 @@
-/// Finds statements that cannot run inside the transaction Strata wraps around each migration file.
+/// Finds, before anything runs, what a migration file may not do: statements that cannot run inside the
+/// transaction Strata wraps around a file, writes to Strata's history table, and text SQLite would not run to the
+/// end (a NUL byte, an unterminated string or comment).
 ///
-/// Execution never relies on this scanner (SQLite's parser splits statements there); it exists so that
-/// `validate` and `migrate` can refuse such a file before anything runs. It understands comments, quoted
-/// strings and identifiers, and `CREATE TRIGGER … BEGIN … END` bodies (with `CASE … END` inside them).
+/// While a migration runs, SQLite's authorizer is the authority (see `ScriptRules`): it sees every statement after
+/// parsing, including trigger bodies. `validate` cannot prepare statements whose tables only earlier files create, so
+/// it applies the same rules here, to tokens read by the same scanner that splits statements for execution: quoted
+/// identifiers are read as SQLite reads them (`PRAGMA "foreign_keys"`, `[foreign_keys]`, `main.foreign_keys`), and
+/// words inside strings, comments and trigger bodies are not statements.
 public enum SQLLint {
-    /// A statement that a transactional migration must not contain.
+    /// A statement that a migration must not contain, or text that cannot run to its end.
     public struct Finding: Sendable, Equatable {
         public let line: Int
         public let column: Int
         public let message: String
     }
 
-    public static func findings(in text: String) -> [Finding] {
+    /// Findings for a file that runs inside a transaction (`insideTransaction`) or with `transaction="none"`.
+    public static func findings(in text: String, insideTransaction: Bool = true) -> [Finding] {
+        findings(in: Array(text.utf8), insideTransaction: insideTransaction)
+    }
+
+    public static func findings(in bytes: [UInt8], insideTransaction: Bool = true) -> [Finding] {
         var findings: [Finding] = []
-        for statement in statements(in: Array(text.utf8)) {
-            let words = statement.words
-            guard let first = words.first else { continue }
-            let message: String?
-            switch first {
-            case "VACUUM":
-                message = "VACUUM cannot run inside a transaction"
-            case "PRAGMA":
-                // PRAGMA [schema.]name = value | PRAGMA [schema.]name(value)
-                let name = words.count > 2 && words[2] == "." ? words.dropFirst(3).first : words.dropFirst().first
-                let assigns = statement.hasAssignment
-                switch name {
-                case "FOREIGN_KEYS" where assigns:
-                    message = "PRAGMA foreign_keys is silently ignored inside a transaction"
-                case "JOURNAL_MODE" where assigns:
-                    message = "PRAGMA journal_mode cannot change inside a transaction"
-                default:
-                    message = nil
-                }
-            case "BEGIN", "COMMIT", "END":
-                message = "\(first) would end the transaction Strata wraps around the file, breaking all-or-nothing"
-            case "ROLLBACK" where !words.contains("TO"):
-                message = "ROLLBACK would end the transaction Strata wraps around the file, breaking all-or-nothing"
-            default:
-                message = nil
+        if let nul = bytes.firstIndex(of: 0) {
+            let at = position(in: bytes, at: nul)
+            findings.append(Finding(line: at.line, column: at.column,
+                message: "the file contains a NUL byte, which would silently end it for SQLite; remove it"))
+        }
+        let scan = statements(in: bytes)
+        for statement in scan.statements {
+            if let message = message(for: statement, insideTransaction: insideTransaction) {
+                findings.append(Finding(line: statement.line, column: statement.column, message: message))
             }
-            if let message {
-                findings.append(Finding(line: statement.line, column: statement.column,
-                                        message: message + "; mark the file transaction=\"none\" in the manifest"))
-            }
+        }
+        if let open = scan.unterminated {
+            findings.append(Finding(line: open.line, column: open.column,
+                message: "the file ends inside a \(open.what) that starts here; nothing after it could run"))
         }
         return findings
     }
 
+    private static func message(for statement: Statement, insideTransaction: Bool) -> String? {
+        let words = statement.words
+        guard let first = words.first else { return nil }
+        if statement.mentionsHistory,
+           ["INSERT", "REPLACE", "UPDATE", "DELETE", "DROP", "ALTER", "WITH"].contains(first)
+            || (first == "CREATE" && words.prefix(4).contains("TRIGGER")) {
+            return "this statement writes to \(HistoryStore.table), Strata's record of what was applied; migrations may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
+        }
+        guard insideTransaction else { return nil }
+        let suffix = "; mark the file transaction=\"none\" in the manifest"
+        switch first {
+        case "VACUUM", "ATTACH", "DETACH":
+            return "\(first) cannot run inside a transaction" + suffix
+        case "PRAGMA":
+            // PRAGMA [schema.]name = value | PRAGMA [schema.]name(value)
+            let name = words.count > 2 && words[2] == "." ? words.dropFirst(3).first : words.dropFirst().first
+            switch name {
+            case "FOREIGN_KEYS" where statement.hasAssignment:
+                return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
+            case "JOURNAL_MODE" where statement.hasAssignment:
+                return "PRAGMA journal_mode cannot change inside a transaction" + suffix
+            default:
+                return nil
+            }
+        case "BEGIN", "COMMIT", "END":
+            return "\(first) would end the transaction Strata wraps around the file, breaking all-or-nothing" + suffix
+        case "ROLLBACK" where !words.contains("TO"):
+            return "ROLLBACK would end the transaction Strata wraps around the file, breaking all-or-nothing" + suffix
+        default:
+            return nil
+        }
+    }
+
+    /// One statement as the lint sees it.
     struct Statement {
         var line: Int
         var column: Int
-        /// Upper-cased words and the punctuation `.`, `=` and `(` among the first few tokens.
+        /// The first tokens, upper-cased: words and quoted identifiers unquoted, and punctuation.
         var words: [String] = []
+        /// Whether any word, quoted identifier or string in it names the history table.
+        var mentionsHistory = false
         var hasAssignment: Bool { words.prefix(5).contains("=") || words.prefix(5).contains("(") }
     }
 
-    static func statements(in bytes: [UInt8]) -> [Statement] {
+    /// The statements of a text, split exactly as execution splits them, and the literal or comment the text ends
+    /// inside, if any.
+    static func statements(in bytes: [UInt8]) -> (statements: [Statement], unterminated: (what: String, line: Int, column: Int)?) {
+        var scanner = SQLScanner()
         var result: [Statement] = []
-        var current: Statement?
-        var position = TextPosition()
-        var index = 0
-        var isTrigger = false
-        var inTriggerBody = false
-        var caseDepth = 0
-
-        func advance(_ count: Int) {
-            for _ in 0..<count where index < bytes.count {
-                position.advance(over: bytes[index])
-                index += 1
+        var unterminated: (what: String, line: Int, column: Int)?
+        bytes.withUnsafeBufferPointer { text in
+            let start = text.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            var tokens = LintTokens(text: text)
+            var position = TextPosition()
+            var positionOffset = start
+            func add(_ range: Range<Int>) {
+                position.advance(over: text, from: positionOffset, to: range.lowerBound)
+                positionOffset = range.lowerBound
+                result.append(Statement(line: position.line, column: position.column, words: tokens.words,
+                                        mentionsHistory: tokens.mentionsHistory))
+                tokens.reset()
+            }
+            var index = start
+            while index < text.count {
+                if let range = scanner.nextStatement(in: text, base: 0, index: &index, tokens: &tokens) { add(range) }
+            }
+            if let open = scanner.unterminated {
+                var at = position
+                at.advance(over: text, from: positionOffset, to: open.start)
+                unterminated = (open.what, at.line, at.column)
+            } else if let range = scanner.finish(at: text.count, tokens: &tokens) {
+                add(range)
             }
         }
-
-        func skip(until terminator: UInt8, escapable: Bool) {
-            advance(1)
-            while index < bytes.count {
-                if bytes[index] == terminator {
-                    if escapable && index + 1 < bytes.count && bytes[index + 1] == terminator { advance(2); continue }
-                    advance(1)
-                    return
-                }
-                advance(1)
-            }
-        }
-
-        func token(_ word: String) {
-            if current == nil { current = Statement(line: position.line, column: position.column) }
-            if (current?.words.count ?? 0) < 8 { current?.words.append(word) }
-        }
-
-        while index < bytes.count {
-            let byte = bytes[index]
-            let next = index + 1 < bytes.count ? bytes[index + 1] : 0
-            switch byte {
-            case 0x20, 0x09, 0x0A, 0x0D, 0x0C, 0x0B:
-                advance(1)
-            case UInt8(ascii: "-") where next == UInt8(ascii: "-"):
-                while index < bytes.count && bytes[index] != 0x0A { advance(1) }
-            case UInt8(ascii: "/") where next == UInt8(ascii: "*"):
-                advance(2)
-                while index < bytes.count && !(bytes[index] == UInt8(ascii: "*") && index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "/")) {
-                    advance(1)
-                }
-                advance(2)
-            case UInt8(ascii: "'"), UInt8(ascii: "\""), UInt8(ascii: "`"):
-                token("?")
-                skip(until: byte, escapable: true)
-            case UInt8(ascii: "["):
-                token("?")
-                skip(until: UInt8(ascii: "]"), escapable: false)
-            case UInt8(ascii: ";"):
-                advance(1)
-                if !inTriggerBody, let statement = current {
-                    result.append(statement)
-                    current = nil
-                    isTrigger = false
-                }
-            case _ where isWordByte(byte):
-                let start = index
-                let wordPosition = position
-                while index < bytes.count && isWordByte(bytes[index]) { advance(1) }
-                let word = String(decoding: bytes[start..<index], as: UTF8.self).uppercased()
-                if current == nil { current = Statement(line: wordPosition.line, column: wordPosition.column) }
-                if (current?.words.count ?? 0) < 8 { current?.words.append(word) }
-                let words = current?.words ?? []
-                if words.count <= 4 && word == "TRIGGER" && words.first == "CREATE" { isTrigger = true }
-                if isTrigger {
-                    if !inTriggerBody && word == "BEGIN" { inTriggerBody = true; caseDepth = 0 }
-                    else if inTriggerBody && word == "CASE" { caseDepth += 1 }
-                    else if inTriggerBody && word == "END" {
-                        if caseDepth > 0 { caseDepth -= 1 } else { inTriggerBody = false }
-                    }
-                }
-            default:
-                token(String(UnicodeScalar(byte)))
-                advance(1)
-            }
-        }
-        if let current { result.append(current) }
-        return result
+        return (result, unterminated)
     }
 
-    private static func isWordByte(_ byte: UInt8) -> Bool {
-        (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || (byte >= 48 && byte <= 57)
-            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "$") || byte >= 0x80
+    private static func position(in bytes: [UInt8], at offset: Int) -> TextPosition {
+        var position = TextPosition()
+        bytes.withUnsafeBufferPointer { position.advance(over: $0, from: 0, to: offset) }
+        return position
+    }
+}
+
+/// Collects the first tokens of the statement being scanned, and whether it names the history table.
+private struct LintTokens: SQLTokenSink {
+    let text: UnsafeBufferPointer<UInt8>
+    var words: [String] = []
+    var mentionsHistory = false
+
+    mutating func reset() {
+        words.removeAll(keepingCapacity: true)
+        mentionsHistory = false
+    }
+
+    mutating func word(from start: Int, to end: Int) {
+        add(String(decoding: text[start..<end], as: UTF8.self))
+    }
+
+    mutating func quoted(_ quote: UInt8, from start: Int, to end: Int) {
+        // SQLite reads a quoted name without its quotes, a doubled quote as one; it even takes a 'string' where a
+        // name is expected, so every quoted form counts.
+        let closing = quote == UInt8(ascii: "[") ? UInt8(ascii: "]") : quote
+        guard end - start >= 2 else { return add("?") }
+        var inner: [UInt8] = []
+        var index = start + 1
+        while index < end - 1 {
+            inner.append(text[index])
+            index += text[index] == closing && closing != UInt8(ascii: "]") && index + 1 < end - 1 ? 2 : 1
+        }
+        add(String(decoding: inner, as: UTF8.self))
+    }
+
+    mutating func punctuation(_ byte: UInt8, at offset: Int) {
+        // A `;` ends a statement (or, in a trigger body, one of its commands): never a leading word.
+        guard byte != UInt8(ascii: ";") else { return }
+        add(String(UnicodeScalar(byte)))
+    }
+
+    private mutating func add(_ token: String) {
+        // SQLite folds ASCII letters only.
+        let upper = String(decoding: token.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
+        if words.count < 8 { words.append(upper) }
+        if !mentionsHistory && upper == HistoryStore.table.uppercased() { mentionsHistory = true }
     }
 }

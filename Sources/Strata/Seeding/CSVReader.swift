@@ -107,7 +107,7 @@ final class CSVReader {
         buffer = .allocate(capacity: capacity)
         slots = .allocate(capacity: slotCapacity)
         record = CSVRecord(buffer: buffer, slots: slots, count: 0)
-        hasher = hashing ? try NormalizingHasher() : nil
+        hasher = hashing ? try NormalizingHasher(content: .csv) : nil
     }
 
     deinit {

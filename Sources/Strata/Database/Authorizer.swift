@@ -1,0 +1,84 @@
+import CSQLite
+import Foundation
+
+/// What SQL that Strata runs on a user's behalf (migration files, seed loads) may do, decided by SQLite's authorizer
+/// after each statement is parsed: SQLite names every table written, every PRAGMA and every transaction statement,
+/// however the SQL spells them (quoted, bracketed, schema-qualified, inside a trigger body), so no lexical trick
+/// walks around these rules.
+struct ScriptRules: Sendable {
+    /// The SQL runs inside a transaction Strata owns: it may not end it, nor use what cannot work inside one.
+    var insideTransaction: Bool
+    /// Tables (lower-case, in `main`) it may not write, alter, drop, or put triggers on: Strata's history.
+    var protectedTables: Set<String> = [HistoryStore.table]
+}
+
+/// The rules of one `withAuthorizer` call and the reason for the last statement it refused.
+private final class AuthorizerState {
+    let rules: ScriptRules
+    var denial: String?
+
+    init(_ rules: ScriptRules) { self.rules = rules }
+
+    /// The reason to refuse an action, or nil to allow it. Arguments are those of `sqlite3_set_authorizer`.
+    func decide(_ action: Int32, _ first: String?, _ second: String?, _ database: String?) -> String? {
+        switch action {
+        case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE, SQLITE_DROP_TABLE:
+            return protectedMessage(first, database, verb: action == SQLITE_DROP_TABLE ? "drops" : "writes to")
+        case SQLITE_ALTER_TABLE:
+            return protectedMessage(second, first, verb: "alters")
+        case SQLITE_CREATE_TRIGGER, SQLITE_CREATE_TEMP_TRIGGER:
+            // A trigger on the history table would run inside Strata's own history writes.
+            return protectedMessage(second, nil, verb: "puts a trigger on")
+        case SQLITE_TRANSACTION where rules.insideTransaction:
+            return "\(first ?? "this statement") would end the transaction Strata wraps around the file, breaking all-or-nothing; mark the file transaction=\"none\" in the manifest"
+        case SQLITE_ATTACH where rules.insideTransaction, SQLITE_DETACH where rules.insideTransaction:
+            return "\(action == SQLITE_ATTACH ? "ATTACH" : "DETACH") cannot run inside a transaction; mark the file transaction=\"none\" in the manifest"
+        case SQLITE_PRAGMA where rules.insideTransaction && second != nil:
+            switch first?.lowercased() {
+            case "foreign_keys":
+                return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
+            case "journal_mode":
+                return "PRAGMA journal_mode cannot change inside a transaction; mark the file transaction=\"none\" in the manifest"
+            default:
+                return nil
+            }
+        default:
+            return nil
+        }
+    }
+
+    private func protectedMessage(_ table: String?, _ database: String?, verb: String) -> String? {
+        guard let table, rules.protectedTables.contains(table.lowercased()),
+              database == nil || database?.lowercased() == "main" else { return nil }
+        return "this statement \(verb) \(table), Strata's record of what was applied; migrations and seeds may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
+    }
+}
+
+extension Database {
+    /// Runs `body` with SQLite's authorizer enforcing `rules` on every statement prepared meanwhile. A refused
+    /// statement throws `DatabaseError` with `SQLITE_AUTH` and the reason, at the statement's line and column.
+    func withAuthorizer<T>(_ rules: ScriptRules, _ body: () throws -> T) throws -> T {
+        let state = AuthorizerState(rules)
+        let context = Unmanaged.passUnretained(state).toOpaque()
+        sqlite3_set_authorizer(handle, { context, action, first, second, database, _ in
+            guard let context else { return SQLITE_OK }
+            let state = Unmanaged<AuthorizerState>.fromOpaque(context).takeUnretainedValue()
+            // Reads and selects are the bulk of the calls and never refused: decide them without making strings.
+            if action == SQLITE_READ || action == SQLITE_SELECT || action == SQLITE_FUNCTION { return SQLITE_OK }
+            guard let reason = state.decide(action, first.map { String(cString: $0) }, second.map { String(cString: $0) },
+                                            database.map { String(cString: $0) }) else { return SQLITE_OK }
+            state.denial = reason
+            return SQLITE_DENY
+        }, context)
+        defer { sqlite3_set_authorizer(handle, nil, nil) }
+        return try withExtendedLifetime(state) {
+            do {
+                return try body()
+            } catch let error as DatabaseError where error.resultCode == SQLITE_AUTH {
+                guard let denial = state.denial else { throw error }
+                throw DatabaseError(code: error.extendedResultCode, message: denial, sql: error.sql,
+                                    line: error.line, column: error.column)
+            }
+        }
+    }
+}

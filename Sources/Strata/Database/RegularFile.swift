@@ -1,0 +1,62 @@
+import Foundation
+
+/// A regular file opened for reading in chunks. Anything else (a FIFO, a device such as `/dev/zero`, a directory)
+/// is refused when opening, because reading it would block forever, never end, or mean nothing as SQL or CSV.
+final class RegularFile {
+    struct OpenError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private let descriptor: Int32
+    /// The file's size when it was opened.
+    let size: Int
+
+    init(path: String) throws {
+        // O_NONBLOCK: opening a FIFO must not wait for a writer before we can tell what it is.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw OpenError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw OpenError(description: "cannot read \(path): \(reason)")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw OpenError(description: "cannot read \(path): it is \(Self.kind(info.st_mode)), not a regular file")
+        }
+        self.descriptor = descriptor
+        size = Int(info.st_size)
+    }
+
+    deinit { close(descriptor) }
+
+    /// Up to `count` bytes; empty at the end of the file.
+    func read(upTo count: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = bytes.withUnsafeMutableBytes { raw -> Int in
+            while true {
+                let result = Foundation.read(descriptor, raw.baseAddress, raw.count)
+                if result >= 0 || errno != EINTR { return result }
+            }
+        }
+        guard got >= 0 else { throw OpenError(description: "read failed: \(String(cString: strerror(errno)))") }
+        bytes.removeSubrange(got...)
+        return bytes
+    }
+
+    /// "a directory", "a FIFO", … for messages.
+    static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "not a regular file"
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import XCTest
+@testable import Strata
+
+/// Running SQL text: the whole text runs or the call fails naming the place, in linear time, from regular files only.
+final class ScriptTests: XCTestCase {
+    private func scriptFile(_ text: [UInt8]) throws -> String {
+        let path = try makeTemporaryDirectory(self).appendingPathComponent("s.sql").path
+        try Data(text).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    func testANULByteIsAnErrorNamingItsPlaceNotASilentEnd() throws {
+        let text = Array("CREATE TABLE a (x);\n  \0INSERT INTO a VALUES (1);\n".utf8)
+        let db = try Database()
+        let error = assertThrows(DatabaseError.self) { try db.executeScript(String(decoding: text, as: UTF8.self)) }
+        XCTAssertEqual([error?.line, error?.column], [2, 3])
+        XCTAssertTrue(error?.message.contains("NUL byte") ?? false, String(describing: error))
+        let path = try scriptFile(text)
+        for chunk in [1, 3, 7, 1 << 20] {
+            let db = try Database()
+            let error = assertThrows(DatabaseError.self) { try db.executeScript(contentsOfFile: path, chunkSize: chunk) }
+            XCTAssertEqual([error?.line, error?.column], [2, 3], "chunk \(chunk)")
+            let rows = try db.tableExists("a") ? try db.scalar("SELECT count(*) FROM a", as: Int.self) : 0
+            XCTAssertEqual(rows, 0, "chunk \(chunk): nothing after the NUL ran")
+        }
+        let inside = Array("INSERT INTO t VALUES ('a".utf8) + [0] + Array("b');".utf8)
+        XCTAssertEqual(SQLLint.findings(in: inside).map(\.line), [1], "validate reports it too")
+    }
+
+    func testTextEndingInsideALiteralOrCommentIsAnErrorAtItsStart() throws {
+        // Statements before the open literal run (a migration's transaction rolls them back); none after it.
+        let cases: [(String, [Int], String, Int)] = [
+            ("CREATE TABLE a (x);\nINSERT INTO a VALUES ('never closed);\nINSERT INTO a VALUES (2);", [2, 23], "string", 0),
+            ("CREATE TABLE a (x);\nINSERT INTO a VALUES (1); /* open\nINSERT INTO a VALUES (2);", [2, 27], "/* comment", 1),
+            ("CREATE TABLE a (x);\n INSERT INTO \"a VALUES (3);", [2, 14], "quoted identifier", 0),
+            ("CREATE TABLE a (x);\nSELECT [x FROM a;", [2, 8], "[identifier]", 0),
+        ]
+        for (script, place, what, rows) in cases {
+            for chunk in [2, 1 << 20] {
+                let db = try Database()
+                let error = assertThrows(DatabaseError.self) {
+                    try db.executeScript(contentsOfFile: try scriptFile(Array(script.utf8)), chunkSize: chunk)
+                }
+                XCTAssertEqual([error?.line, error?.column], place, script)
+                XCTAssertTrue(error?.message.contains("ends inside a \(what)") ?? false, String(describing: error))
+                XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), rows, "\(script): nothing after it ran")
+            }
+            XCTAssertEqual(SQLLint.findings(in: script).map { [$0.line, $0.column] }, [place], script)
+        }
+    }
+
+    func testOnlyRegularFilesAreRead() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let fifo = dir.appendingPathComponent("fifo.sql").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let db = try Database()
+        for (path, kind) in [(fifo, "a FIFO"), (dir.path, "a directory"), ("/dev/zero", "a character device")] {
+            let error = assertThrows(DatabaseError.self) { try db.executeScript(contentsOfFile: path) }
+            XCTAssertTrue(error?.message.contains("it is \(kind), not a regular file") ?? false, String(describing: error))
+            XCTAssertThrowsError(try Checksum.ofFile(atPath: path, content: .sql), "a checksum never reads \(kind) either")
+        }
+    }
+
+    func testALongStatementWithSemicolonsInItsStringsRunsOnceInOnePass() throws {
+        // 3 MB: the old chunk-by-chunk re-preparation took minutes on this; a single pass takes well under a second.
+        let value = String(repeating: "a;b'';c", count: 3 << 17)
+        let script = "CREATE TABLE t (v);\nINSERT INTO t VALUES ('" + value + "');\nSELECT 1;\n"
+        let path = try scriptFile(Array(script.utf8))
+        let db = try Database()
+        var chunks = 0
+        try db.executeScript(contentsOfFile: path, chunkSize: 1 << 16, progress: { _, _ in chunks += 1 })
+        XCTAssertGreaterThan(chunks, 40)
+        XCTAssertEqual(try db.scalar("SELECT length(v) FROM t", as: Int.self), 6 * (3 << 17), "a doubled quote is one")
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 1)
+    }
+
+    func testTriggerBodiesAndWordsThatLookLikeKeywordsSplitAsSQLiteSplitsThem() throws {
+        let script = """
+            CREATE TABLE t ("begin" INT, "end" INT, [trigger] INT);
+            CREATE TABLE log (b, e);
+            CREATE TEMPORARY TRIGGER tr AFTER INSERT ON t BEGIN
+              INSERT INTO log (b, e) VALUES (NEW."begin", CASE WHEN NEW."end" > 1 THEN 'x;END;' ELSE NEW."end" END);
+            END;
+            INSERT INTO t VALUES (1, 2, 3); -- end;
+            """
+        let db = try Database()
+        try db.executeScript(script)
+        XCTAssertEqual(try db.query("SELECT b, e FROM log").all().map { [$0[0], $0[1]] }, [[.integer(1), .text("x;END;")]])
+        XCTAssertEqual(SQLLint.findings(in: script), [], "no statement here ends a transaction")
+        let walkAround = "CREATE TABLE trigger (begin INT);\nCOMMIT;\n"
+        XCTAssertEqual(SQLLint.findings(in: walkAround).map(\.line), [2], "CREATE TABLE trigger is not a trigger: COMMIT is seen")
+    }
+
+    func testScannerAgreesWithSQLiteAtEveryChunkBoundary() throws {
+        // Every split point of a text full of near-misses (keywords in strings, `-` and `/` operators, doubled
+        // quotes, a trigger) gives the same statements as the whole text.
+        let script = "SELECT 1-1, 4/2, 'it''s; fine', \"a\"\"b\";\nCREATE TRIGGER x AFTER INSERT ON t BEGIN SELECT 1; END;\n/* ; */ SELECT `q;`--;\n"
+        let bytes = Array(script.utf8)
+        func boundaries(_ parts: [ArraySlice<UInt8>]) -> [Range<Int>] {
+            var scanner = SQLScanner()
+            var found: [Range<Int>] = []
+            var base = 0
+            for part in parts {
+                let array = Array(part)
+                array.withUnsafeBufferPointer { buffer in
+                    var index = 0
+                    while index < buffer.count {
+                        if let range = scanner.nextStatement(in: buffer, base: base, index: &index) { found.append(range) }
+                    }
+                }
+                base += array.count
+            }
+            if let last = scanner.finish(at: base) { found.append(last) }
+            return found
+        }
+        let whole = boundaries([bytes[...]])
+        XCTAssertEqual(whole.map { String(decoding: bytes[$0], as: UTF8.self) }, [
+            "SELECT 1-1, 4/2, 'it''s; fine', \"a\"\"b\";",
+            "CREATE TRIGGER x AFTER INSERT ON t BEGIN SELECT 1; END;",
+            "SELECT `q;`--;\n",
+        ])
+        for split in 0...bytes.count {
+            XCTAssertEqual(boundaries([bytes[..<split], bytes[split...]]), whole, "split at \(split)")
+        }
+    }
+}
