@@ -191,8 +191,8 @@ final class MigrationTests: XCTestCase {
         let problems = try project.migrator().lint()
         XCTAssertEqual(problems.map { "\(($0.location.path as NSString).lastPathComponent):\($0.location.line):\($0.location.column ?? 0)" },
                        ["1_fk.sql:2:1", "2_vacuum.sql:2:3", "3_tx.sql:1:1", "3_tx.sql:3:1"])
-        XCTAssertTrue(problems[0].message.contains("transaction=\"none\""))
-        XCTAssertTrue(problems[0].message.contains("foreign_keys"))
+        XCTAssertTrue(problems[0].message.contains("foreignKeys=\"on\""), problems[0].message)
+        XCTAssertTrue(problems[1].message.contains("transaction=\"none\""), problems[1].message)
         let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
         guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
         XCTAssertEqual(Set(refusals.map(\.reason)), [.invalidSQL])

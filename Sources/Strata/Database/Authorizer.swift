@@ -12,12 +12,15 @@ struct ScriptRules: Sendable {
     var protectedTables: Set<String> = [HistoryStore.table]
 }
 
-/// The rules of one `withAuthorizer` call and the reason for the last statement it refused.
+/// The rules of one `withAuthorizer` call.
 private final class AuthorizerState {
     let rules: ScriptRules
-    var denial: String?
+    let connection: OpaquePointer
 
-    init(_ rules: ScriptRules) { self.rules = rules }
+    init(_ rules: ScriptRules, connection: OpaquePointer) {
+        self.rules = rules
+        self.connection = connection
+    }
 
     /// The reason to refuse an action, or nil to allow it. Arguments are those of `sqlite3_set_authorizer`.
     func decide(_ action: Int32, _ first: String?, _ second: String?, _ database: String?) -> String? {
@@ -54,11 +57,30 @@ private final class AuthorizerState {
     }
 }
 
+/// The reason the authorizer last refused a statement on each connection, so an error made anywhere from
+/// `sqlite3_errmsg` (a seed's insert, a script's statement) says why instead of SQLite's bare "not authorized".
+private final class Denials: @unchecked Sendable {
+    static let shared = Denials()
+    private let lock = NSLock()
+    private var reasons: [OpaquePointer: String] = [:]
+
+    subscript(connection: OpaquePointer) -> String? {
+        get { lock.withLock { reasons[connection] } }
+        set { lock.withLock { reasons[connection] = newValue } }
+    }
+}
+
+/// SQLite's message for the last error on `connection`, or the authorizer's reason when it refused the statement.
+func errorMessage(_ connection: OpaquePointer, code: Int32) -> String {
+    if code & 0xff == SQLITE_AUTH, let reason = Denials.shared[connection] { return reason }
+    return String(cString: sqlite3_errmsg(connection))
+}
+
 extension Database {
     /// Runs `body` with SQLite's authorizer enforcing `rules` on every statement prepared meanwhile. A refused
-    /// statement throws `DatabaseError` with `SQLITE_AUTH` and the reason, at the statement's line and column.
+    /// statement throws `DatabaseError` with `SQLITE_AUTH` and the reason as its message.
     func withAuthorizer<T>(_ rules: ScriptRules, _ body: () throws -> T) throws -> T {
-        let state = AuthorizerState(rules)
+        let state = AuthorizerState(rules, connection: handle)
         let context = Unmanaged.passUnretained(state).toOpaque()
         sqlite3_set_authorizer(handle, { context, action, first, second, database, _ in
             guard let context else { return SQLITE_OK }
@@ -67,18 +89,13 @@ extension Database {
             if action == SQLITE_READ || action == SQLITE_SELECT || action == SQLITE_FUNCTION { return SQLITE_OK }
             guard let reason = state.decide(action, first.map { String(cString: $0) }, second.map { String(cString: $0) },
                                             database.map { String(cString: $0) }) else { return SQLITE_OK }
-            state.denial = reason
+            Denials.shared[state.connection] = reason
             return SQLITE_DENY
         }, context)
-        defer { sqlite3_set_authorizer(handle, nil, nil) }
-        return try withExtendedLifetime(state) {
-            do {
-                return try body()
-            } catch let error as DatabaseError where error.resultCode == SQLITE_AUTH {
-                guard let denial = state.denial else { throw error }
-                throw DatabaseError(code: error.extendedResultCode, message: denial, sql: error.sql,
-                                    line: error.line, column: error.column)
-            }
+        defer {
+            sqlite3_set_authorizer(handle, nil, nil)
+            Denials.shared[handle] = nil
         }
+        return try withExtendedLifetime(state) { try body() }
     }
 }

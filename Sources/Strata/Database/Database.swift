@@ -129,7 +129,7 @@ public final class Database {
             return code
         }
         guard code == SQLITE_OK else {
-            throw DatabaseError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+            throw DatabaseError(code: code, message: errorMessage(handle, code: code), sql: sql)
         }
         guard let statement else {
             throw DatabaseError.misuse("no SQL statement in the text", sql: sql)
@@ -178,7 +178,7 @@ public final class Database {
     }
 
     func lastError(_ code: Int32, sql: String? = nil) -> DatabaseError {
-        DatabaseError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+        DatabaseError(code: code, message: errorMessage(handle, code: code), sql: sql)
     }
 
     // MARK: Functions

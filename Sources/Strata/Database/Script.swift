@@ -16,7 +16,7 @@ extension Database {
         try executeScript(reading: {
             defer { pending = nil }
             return pending
-        }, beforeEach: beforeEach)
+        }, beforeEach: beforeEach, afterEach: nil)
     }
 
     /// Runs a SQL file statement by statement, reading it in chunks: memory holds one statement and one chunk,
@@ -28,15 +28,15 @@ extension Database {
                               progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)? = nil,
                               beforeEach: ((Statement) throws -> Void)? = nil) throws {
         try executeScript(contentsOfFile: path, chunkSize: chunkSize, progress: progress, observe: nil,
-                          beforeEach: beforeEach)
+                          beforeEach: beforeEach, afterEach: nil)
     }
 
     /// As the public form; `observe` sees every byte read from the file, in order, before it runs, so a caller can
-    /// hash or keep exactly the bytes that ran.
+    /// hash or keep exactly the bytes that ran; `afterEach` is called when a statement has run to completion.
     func executeScript(contentsOfFile path: String, chunkSize: Int = 1 << 20,
                        progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)?,
                        observe: ((UnsafeBufferPointer<UInt8>) -> Void)?,
-                       beforeEach: ((Statement) throws -> Void)?) throws {
+                       beforeEach: ((Statement) throws -> Void)?, afterEach: (() -> Void)?) throws {
         guard !isClosed else { throw DatabaseError.misuse("the database connection is closed") }
         let file: RegularFile
         do {
@@ -55,12 +55,12 @@ extension Database {
             chunk.withUnsafeBufferPointer { observe?($0) }
             progress?(bytesRead, file.size)
             return chunk
-        }, beforeEach: beforeEach)
+        }, beforeEach: beforeEach, afterEach: afterEach)
     }
 
     /// The one execution path for in-memory and streamed scripts: `readChunk` returns the next bytes, nil at the end.
     private func executeScript(reading readChunk: () throws -> [UInt8]?,
-                               beforeEach: ((Statement) throws -> Void)?) throws {
+                               beforeEach: ((Statement) throws -> Void)?, afterEach: (() -> Void)?) throws {
         guard !isClosed else { throw DatabaseError.misuse("the database connection is closed") }
         var buffer = ScriptBuffer()
         var scanner = SQLScanner()
@@ -121,6 +121,7 @@ extension Database {
                 }
                 let sql = buffer.string(from: offset, to: tailOffset)
                 try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql), at: position, beforeEach)
+                afterEach?()
                 position.advance(over: buffer, from: offset, to: tailOffset)
                 offset = tailOffset
             }

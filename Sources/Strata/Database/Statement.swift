@@ -196,7 +196,7 @@ public final class Statement {
     }
 
     func error(_ code: Int32) -> DatabaseError {
-        DatabaseError(code: code, message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+        DatabaseError(code: code, message: errorMessage(connection, code: code), sql: sql)
     }
 }
 

@@ -129,10 +129,18 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch aftermath {
         case .rolledBack:
-            return placeDescription(file, line, column, message)
-        case .partlyApplied(let kept):
-            return placeDescription(file, line, column, message)
-                + "; \(kept); it is recorded failed: check the database, then run 'strata resolve \(id) --applied' or 'strata resolve \(id) --rolled-back'"
+            return summary
+        case .partlyApplied:
+            return summary
+                + "; it is recorded failed: check the database, then run 'strata resolve \(id) --applied' or 'strata resolve \(id) --rolled-back'"
+        }
+    }
+
+    /// `file:line:column: message` and what stayed applied, as history's `error` column keeps it.
+    var summary: String {
+        switch aftermath {
+        case .rolledBack: placeDescription(file, line, column, message)
+        case .partlyApplied(let kept): placeDescription(file, line, column, message) + "; " + kept
         }
     }
 

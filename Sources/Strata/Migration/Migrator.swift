@@ -305,7 +305,7 @@ public struct Migrator {
                 checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: durationMs,
                 rowCount: nil, state: failure == nil ? .applied : .failed, toolVersion: Strata.version,
                 appliedSQL: ran == nil ? text : ran?.text, runner: failure == nil ? nil : Runner.current,
-                error: failure?.description))
+                error: failure?.summary))
         }
         if let failure { throw failure }
         return .applied(rows: nil, durationMs: durationMs)
@@ -323,7 +323,7 @@ public struct Migrator {
                 ran = try run(migration, progress) { statements += 1 }
             } catch let error as StepFailure {
                 let wasOpen = rollBackOpenTransaction()
-                let kept = statements - 1
+                let kept = statements
                 let before = error.line.map { "the \(kept) statement\(kept == 1 ? "" : "s") before line \($0)" }
                     ?? "the statements that ran before the failure"
                 throw error.partlyApplied(before + " stayed applied"
@@ -455,7 +455,7 @@ public struct Migrator {
     /// Runs the file streamed from disk under the rules SQLite's authorizer enforces (see `ScriptRules`), and
     /// returns the checksum and (for small files) the text of exactly the bytes that ran.
     private func run(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?,
-                     statementStarted: (() -> Void)? = nil) throws -> (checksum: String, text: String?) {
+                     statementFinished: (() -> Void)? = nil) throws -> (checksum: String, text: String?) {
         let hasher: NormalizingHasher
         do { hasher = try NormalizingHasher(content: .sql) } catch {
             throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
@@ -471,7 +471,7 @@ public struct Migrator {
                     if let count = kept?.count {
                         if count + chunk.count <= Self.recordedTextLimit { kept?.append(contentsOf: chunk) } else { kept = nil }
                     }
-                }, beforeEach: statementStarted.map { started in { _ in started() } })
+                }, beforeEach: nil, afterEach: statementFinished)
             }
         } catch let error as DatabaseError {
             let message = error.line == nil && error.resultCode == SQLITE_CANTOPEN

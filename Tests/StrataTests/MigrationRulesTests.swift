@@ -1,0 +1,324 @@
+import CSQLite
+import Foundation
+import XCTest
+@testable import Strata
+
+/// What a migration may do, decided by SQLite, and what a step leaves behind: foreign keys, the history table,
+/// transaction statements, files that change while they wait, line endings that are data.
+final class MigrationRulesTests: XCTestCase {
+    private let authorsAndBooks = """
+        CREATE TABLE author (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+        CREATE TABLE book (id INTEGER PRIMARY KEY, title TEXT,
+                           author_id INTEGER NOT NULL REFERENCES author(id) ON DELETE CASCADE);
+        INSERT INTO author VALUES (1, 'Le Guin'), (2, 'Jemisin');
+        INSERT INTO book VALUES (1, 'Earthsea', 1), (2, 'Lathe', 1), (3, 'Fifth Season', 2);
+        """
+
+    /// SQLite's documented 12-step table change: create, copy, drop the old table, rename.
+    private let rebuildAuthor = """
+        CREATE TABLE new_author (id INTEGER PRIMARY KEY, name TEXT NOT NULL, born INTEGER);
+        INSERT INTO new_author (id, name) SELECT id, name FROM author;
+        DROP TABLE author;
+        ALTER TABLE new_author RENAME TO author;
+        """
+
+    func testATableRebuildKeepsTheChildRowsOfTheRebuiltTable() throws {
+        let project = try Project(self, files: ["sql/1_schema.sql": authorsAndBooks, "sql/2_rebuild.sql": rebuildAuthor])
+        let report = try project.migrator().migrate()
+        XCTAssertNil(report.failure)
+        XCTAssertEqual(report.applied.map(\.id), ["1_schema.sql", "2_rebuild.sql"])
+        let db = try project.database()
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM book", as: Int.self), 3, "ON DELETE CASCADE did not fire")
+        XCTAssertEqual(try db.foreignKeyViolations().count, 0)
+        let migrator = try project.migrator()
+        _ = try migrator.migrate()
+        XCTAssertEqual(try migrator.database.scalar("PRAGMA foreign_keys", as: Int.self), 1,
+                       "the connection's own setting is restored after the migration")
+    }
+
+    func testDroppingRelatedTablesRunsAsTheSqlite3CommandLineRunsIt() throws {
+        // From a public project's migration set, written for sqlite3's default of foreign keys off.
+        let project = try Project(self, files: [
+            "sql/1_init.sql": """
+                CREATE TABLE repos (id INTEGER PRIMARY KEY, name TEXT);
+                CREATE TABLE pullreqs (id INTEGER PRIMARY KEY, repo_id INTEGER REFERENCES repos(id), title TEXT);
+                INSERT INTO repos VALUES (1, 'strata');
+                INSERT INTO pullreqs VALUES (1, 1, 'first');
+                """,
+            "sql/2_rebuild.sql": """
+                CREATE TABLE repos_new (id INTEGER PRIMARY KEY, name TEXT, stars INTEGER DEFAULT 0);
+                INSERT INTO repos_new (id, name) SELECT id, name FROM repos;
+                CREATE TABLE pullreqs_new (id INTEGER PRIMARY KEY, repo_id INTEGER REFERENCES repos(id), title TEXT);
+                INSERT INTO pullreqs_new SELECT * FROM pullreqs;
+                DROP TABLE pullreqs;
+                DROP TABLE repos;
+                ALTER TABLE repos_new RENAME TO repos;
+                ALTER TABLE pullreqs_new RENAME TO pullreqs;
+                """,
+        ])
+        let report = try project.migrator().migrate()
+        XCTAssertNil(report.failure, String(describing: report.failure))
+        XCTAssertEqual(try project.database().scalar("SELECT title FROM pullreqs WHERE repo_id = 1", as: String.self), "first")
+    }
+
+    func testARebuildThatOrphansRowsFailsNamingThemAndLeavesNoTrace() throws {
+        let project = try Project(self, files: [
+            "sql/1_schema.sql": authorsAndBooks,
+            "sql/2_lossy.sql": rebuildAuthor.replacingOccurrences(of: "FROM author;", with: "FROM author WHERE id = 1;"),
+        ])
+        let report = try project.migrator().migrate()
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertEqual(failure.id, "2_lossy.sql")
+        XCTAssertTrue(failure.message.contains("foreign key check failed: book row 3 references a missing row in author"),
+                      failure.message)
+        XCTAssertEqual(failure.aftermath, .rolledBack)
+        let db = try project.database()
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM author", as: Int.self), 2)
+        XCTAssertFalse(try db.tableExists("new_author"))
+    }
+
+    func testForeignKeysOnIsAnExplicitOptionUnderWhichOnDeleteActionsFire() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/>
+              <migrations directory="sql"><migration file="2_delete.sql" foreignKeys="on"/></migrations>
+            </manifest>
+            """, files: ["sql/1_schema.sql": authorsAndBooks, "sql/2_delete.sql": "DELETE FROM author WHERE id = 1;"])
+        XCTAssertEqual(try project.manifest().migrations.map(\.enforcesForeignKeys), [false, true])
+        XCTAssertNil(try project.migrator().migrate().failure)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM book", as: Int.self), 1, "the cascade fired")
+        let invalid = try Project(self, manifest: """
+            <manifest version="1"><migrations directory="sql" foreignKeys="maybe"/></manifest>
+            """, files: [:])
+        XCTAssertThrowsError(try invalid.manifest())
+    }
+
+    func testOffByDefaultSoADeleteOfAParentWithChildrenFailsInsteadOfCascading() throws {
+        let project = try Project(self, files: ["sql/1_schema.sql": authorsAndBooks,
+                                                "sql/2_delete.sql": "DELETE FROM author WHERE id = 1;"])
+        let failure = try XCTUnwrap(try project.migrator().migrate().failure)
+        XCTAssertTrue(failure.message.contains("foreign key check failed"), failure.message)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM book", as: Int.self), 3)
+    }
+
+    // MARK: What SQLite's authorizer refuses
+
+    /// Runs `script` as a migration's statements run, under the authorizer.
+    private func runGuarded(_ script: String, insideTransaction: Bool = true, on db: Database) throws {
+        try db.withAuthorizer(ScriptRules(insideTransaction: insideTransaction)) { try db.executeScript(script) }
+    }
+
+    func testEverySpellingOfAForbiddenPragmaIsRefusedAtItsLine() throws {
+        for spelling in ["foreign_keys", "\"foreign_keys\"", "[foreign_keys]", "`foreign_keys`", "main.foreign_keys",
+                         "'foreign_keys'", "FOREIGN_KEYS", "main.\"Foreign_Keys\""] {
+            let script = "CREATE TABLE a (x);\n  PRAGMA \(spelling) = OFF;"
+            let db = try Database()
+            let error = assertThrows(DatabaseError.self) { try runGuarded(script, on: db) }
+            XCTAssertEqual(error?.resultCode, SQLITE_AUTH, spelling)
+            XCTAssertEqual([error?.line, error?.column], [2, 3], spelling)
+            XCTAssertTrue(error?.message.contains("PRAGMA foreign_keys is silently ignored") ?? false, String(describing: error))
+            XCTAssertEqual(SQLLint.findings(in: script).map(\.line), [2], "validate sees \(spelling) too")
+        }
+        let db = try Database()
+        try runGuarded("PRAGMA foreign_keys; PRAGMA user_version = 3;", on: db)
+        XCTAssertEqual(try db.scalar("PRAGMA user_version", as: Int.self), 3, "reading it, and other pragmas, are fine")
+        for statement in ["PRAGMA journal_mode = WAL", "BEGIN", "COMMIT", "END", "ROLLBACK",
+                          "ATTACH ':memory:' AS other"] {
+            XCTAssertThrowsError(try runGuarded(statement, on: try Database()), statement)
+            XCTAssertEqual(SQLLint.findings(in: statement).count, 1, statement)
+        }
+        try runGuarded("SAVEPOINT s; CREATE TABLE b (x); ROLLBACK TO s; RELEASE s;", on: try Database())
+        try runGuarded("BEGIN; CREATE TABLE b (x); COMMIT; PRAGMA foreign_keys = OFF;", insideTransaction: false, on: try Database())
+    }
+
+    func testMigrationsAndSeedsCannotRewriteHistoryHoweverSpelled() throws {
+        let db = try Database()
+        try db.execute(HistoryStore.createSQL)
+        try db.execute("CREATE TABLE t (x)")
+        for statement in ["DELETE FROM strata_history", "DELETE FROM \"STRATA_HISTORY\" WHERE 1",
+                          "UPDATE main.strata_history SET state = 'failed'",
+                          "INSERT INTO [strata_history] (kind) VALUES ('seed')", "DROP TABLE strata_history",
+                          "ALTER TABLE strata_history RENAME TO h", "ALTER TABLE strata_history ADD COLUMN c",
+                          "CREATE TRIGGER tr AFTER INSERT ON strata_history BEGIN SELECT 1; END",
+                          "REPLACE INTO 'strata_history' (kind) VALUES ('seed')"] {
+            for insideTransaction in [true, false] {
+                let error = assertThrows(DatabaseError.self) {
+                    try runGuarded(statement, insideTransaction: insideTransaction, on: db)
+                }
+                XCTAssertTrue(error?.message.contains("Strata's record of what was applied") ?? false,
+                              "\(statement): \(String(describing: error))")
+            }
+            XCTAssertEqual(SQLLint.findings(in: statement, insideTransaction: false).count, 1, "validate: \(statement)")
+        }
+        // A trigger made before Strata ran (or by hand) cannot launder a write either.
+        try db.execute("CREATE TRIGGER launder AFTER INSERT ON t BEGIN DELETE FROM strata_history; END")
+        XCTAssertThrowsError(try runGuarded("INSERT INTO t VALUES (1)", on: db))
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+        XCTAssertEqual(SQLLint.findings(in: "SELECT * FROM strata_history; CREATE VIEW v AS SELECT 1;"), [],
+                       "reading history is fine")
+    }
+
+    func testAMigrationDeletingItsHistoryRowIsRefusedAndNothingRunsTwice() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x); INSERT INTO a VALUES (1);"])
+        XCTAssertNil(try project.migrator().migrate().failure)
+        try project.file("sql/2_erase.sql", "DELETE FROM \"strata_history\" WHERE identity = '1_a.sql';")
+        XCTAssertThrowsError(try project.migrator().migrate(), "validate-time rules refuse before anything runs")
+        let result = try project.strata(["migrate"])
+        XCTAssertEqual(result.status, 3, result.stderr)
+        XCTAssertTrue(result.stderr.contains("strata_history"), result.stderr)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
+    }
+
+    func testASeedIntoATableWhoseTriggerWritesHistoryFails() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="t"/></seeds></manifest>
+            """, files: ["sql/1_t.sql": "CREATE TABLE t (x);", "csv/t.csv": "x\n1\n"])
+        let db = try project.database()
+        try db.executeScript("CREATE TABLE t (x);")
+        try project.migrator().baseline(through: "1_t.sql")
+        try db.execute("CREATE TRIGGER launder AFTER INSERT ON t BEGIN DELETE FROM strata_history; END")
+        let failure = try XCTUnwrap(try project.migrator().migrate().failure)
+        XCTAssertEqual(failure.id, "t.csv")
+        XCTAssertTrue(failure.message.contains("Strata's record of what was applied"), failure.message)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+    }
+
+    // MARK: transaction="none" files
+
+    private func noneProject(_ sql: String) throws -> Project {
+        try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/>
+              <migrations directory="sql"><migration file="2_none.sql" transaction="none"/></migrations></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_none.sql": sql, "sql/3_after.sql": "CREATE TABLE c (x);"])
+    }
+
+    func testANoneFileThatLeavesATransactionOpenFailsAndSaysSo() throws {
+        let project = try noneProject("INSERT INTO a VALUES (1);\nBEGIN;\nCREATE TABLE b (x);\nINSERT INTO a VALUES (2);\n")
+        let migrator = try project.migrator()
+        let report = try migrator.migrate()
+        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertEqual(failure.id, "2_none.sql")
+        XCTAssertTrue(failure.message.contains("transaction still open"), failure.message)
+        XCTAssertTrue(failure.description.contains("strata resolve 2_none.sql"), failure.description)
+        XCTAssertFalse(migrator.database.isInTransaction, "the connection is back in autocommit mode")
+        let db = try project.database()
+        XCTAssertEqual(try db.scalar("SELECT group_concat(x) FROM a", as: String.self), "1", "what ran before BEGIN stays")
+        XCTAssertFalse(try db.tableExists("b"))
+        XCTAssertFalse(try db.tableExists("c"), "nothing after the failed step ran")
+        XCTAssertEqual(try db.scalar("SELECT state FROM strata_history WHERE identity = '2_none.sql'", as: String.self), "failed")
+        XCTAssertEqual(try project.migrator().plan().refusals.map(\.reason), [.dirty], "failed is dirty until resolved")
+    }
+
+    func testANoneFileFailingPartWaySaysWhichStatementsStayedApplied() throws {
+        let project = try noneProject("INSERT INTO a VALUES (1);\nINSERT INTO a VALUES (2);\nINSERT INTO nowhere VALUES (3);\nINSERT INTO a VALUES (4);")
+        let result = try project.strata(["migrate"])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("sql/2_none.sql:3:1: no such table: nowhere; the 2 statements before line 3 stayed applied"),
+                      result.stderr)
+        XCTAssertTrue(result.stderr.contains("strata resolve 2_none.sql --applied"), result.stderr)
+        XCTAssertFalse(result.stderr.contains("left no trace"), result.stderr)
+        let json = try project.strata(["migrate", "--format", "json"])
+        XCTAssertEqual(json.status, 3, "dirty now")
+        let transactional = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);\nINSERT INTO nowhere VALUES (1);"])
+        let rolledBack = try transactional.strata(["migrate"])
+        XCTAssertTrue(rolledBack.stderr.contains("was rolled back and left no trace"), rolledBack.stderr)
+        let object = try transactional.strata(["migrate", "--format", "json"]).stdout
+        XCTAssertTrue(object.contains(#""aftermath":{"state":"rolled-back"}"#), object)
+    }
+
+    func testABusyDatabasePartWayThroughANoneFileRecordsTheStepFailed() throws {
+        let project = try noneProject("INSERT INTO a VALUES (1);\nSELECT grab_lock();\nINSERT INTO a VALUES (2);\n")
+        let migrator = try project.migrator()
+        let other = try project.database()
+        // The file itself hands the write lock to another connection, so its next statement meets SQLITE_BUSY; the
+        // busy handler gives up at once and lets the other connection go, so the failure can be recorded.
+        try migrator.database.createFunction("grab_lock", argumentCount: 0, deterministic: false) { _ in
+            try other.execute("BEGIN IMMEDIATE")
+            return 1
+        }
+        final class Holder { let database: Database; init(_ database: Database) { self.database = database } }
+        let holder = Holder(other)
+        sqlite3_busy_handler(migrator.database.handle, { context, _ in
+            guard let context else { return 0 }
+            let holder = Unmanaged<Holder>.fromOpaque(context).takeUnretainedValue()
+            if holder.database.isInTransaction { try? holder.database.execute("ROLLBACK") }
+            return 0
+        }, Unmanaged.passUnretained(holder).toOpaque())
+        let report = try withExtendedLifetime(holder) { try migrator.migrate() }
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertEqual([failure.id, failure.line.map(String.init)], ["2_none.sql", "3"])
+        XCTAssertTrue(failure.message.contains("database is locked"), failure.message)
+        let record = try XCTUnwrap(try migrator.status().first { $0.id == "2_none.sql" }?.record)
+        XCTAssertEqual(record.state, .failed)
+        XCTAssertTrue(record.error?.contains("sql/2_none.sql:3:1: database is locked") ?? false, String(describing: record.error))
+    }
+
+    // MARK: The bytes that run are the bytes recorded
+
+    func testAFileChangedWhileWaitingForTheLockIsRecordedAsItRan() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE old_b (x);"])
+        let migrator = try project.migrator()
+        let changed = "CREATE TABLE new_b (x);"
+        _ = try migrator.migrate { event in
+            // After the plan was made, before the step takes the lock: an editor saves the file.
+            if case .started(let step, _) = event, step.id == "2_b.sql" { try? project.file("sql/2_b.sql", changed) }
+        }
+        let db = try project.database()
+        XCTAssertTrue(try db.tableExists("new_b"))
+        XCTAssertEqual(try db.scalar("SELECT applied_sql FROM strata_history WHERE identity = '2_b.sql'", as: String.self), changed)
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied], "the checksum is that of what ran")
+    }
+
+    // MARK: Line endings inside data are data
+
+    func testLineEndingsInsideSQLLiteralsAreDataAndOutsideThemLayout() throws {
+        let original = "-- don't mind me\r\nCREATE TABLE t (v);\r\nINSERT INTO t VALUES ('a\r\nb');\r\n"
+        let project = try Project(self, files: ["sql/1_a.sql": original])
+        XCTAssertNil(try project.migrator().migrate().failure)
+        XCTAssertEqual(try project.database().scalar("SELECT v FROM t", as: String.self), "a\r\nb")
+        try project.file("sql/1_a.sql", "-- don't mind me\nCREATE TABLE t (v);\nINSERT INTO t VALUES ('a\r\nb');\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied], "layout line endings are not drift")
+        try project.file("sql/1_a.sql", "-- don't mind me\nCREATE TABLE t (v);\nINSERT INTO t VALUES ('a\nb');\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.drifted], "the stored value would differ")
+        XCTAssertNotEqual(try Checksum.of(Array("SELECT \"a\r\nb\";".utf8)), try Checksum.of(Array("SELECT \"a\nb\";".utf8)))
+        XCTAssertEqual(try Checksum.of(Array("SELECT 'a\r\nb'; -- x\r\n".utf8)), try Checksum.of(Array("SELECT 'a\r\nb'; -- x\n".utf8)))
+        XCTAssertEqual(Checksum.normalizedText(Array("x\r\n'a\r\nb'\r\n".utf8)), "x\n'a\r\nb'\n")
+    }
+
+    func testLineEndingsInsideQuotedCSVFieldsAreData() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="t"/></seeds></manifest>
+            """, files: ["sql/1_t.sql": "CREATE TABLE t (id INTEGER, v TEXT);", "csv/t.csv": "id,v\r\n1,\"a\r\nb\"\r\n2,c\r\n"])
+        XCTAssertNil(try project.migrator().migrate().failure)
+        try project.file("csv/t.csv", "id,v\n1,\"a\r\nb\"\n2,c\n")
+        XCTAssertEqual(try project.migrator().status().last?.state, .applied)
+        try project.file("csv/t.csv", "id,v\n1,\"a\nb\"\n2,c\n")
+        XCTAssertEqual(try project.migrator().status().last?.state, .drifted)
+    }
+
+    func testVersionOneRecordsStillCompareAsTheyWereMade() throws {
+        let text = "INSERT INTO t VALUES ('a\r\nb');\n"
+        let project = try Project(self, files: ["sql/1_t.sql": "CREATE TABLE t (v);", "sql/2_v.sql": text])
+        let db = try project.database()
+        try db.executeScript("CREATE TABLE t (v);" + text)
+        try project.migrator().baseline(through: "2_v.sql")
+        // As an older Strata recorded it: every CR normalised, version 1.
+        let v1 = try Checksum.of(Array(text.utf8), version: 1)
+        XCTAssertEqual(v1, try Checksum.of(Array("INSERT INTO t VALUES ('a\nb');\n".utf8), version: 1))
+        try db.execute("UPDATE strata_history SET checksum = ?, checksum_version = 1 WHERE identity = '2_v.sql'", [v1])
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied])
+        try project.file("sql/2_v.sql", "INSERT INTO t VALUES ('a\nb');\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied],
+                       "under version 1's rule this edit was never drift")
+        try project.file("sql/2_v.sql", "INSERT INTO t VALUES ('a b');\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .drifted])
+        XCTAssertEqual(try project.migrator().repair().realigned, ["2_v.sql"])
+        XCTAssertEqual(try db.scalar("SELECT checksum_version FROM strata_history WHERE identity = '2_v.sql'", as: Int.self),
+                       Checksum.algorithmVersion, "repair re-records under the current version")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied])
+    }
+}
