@@ -131,6 +131,28 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(schema.stdout, "CREATE TABLE a (x);\n\nCREATE TABLE b (x);\n\nCREATE INDEX b_x ON b (x);\n")
     }
 
+    func testNewAfterTheLargestPossibleNumberDoesNotTrap() throws {
+        let project = try Project(self, files: ["sql/9223372036854775807_x.sql": "", "sql/0099999999999999999999_y.sql": ""])
+        let created = try project.strata(["new", "next"])
+        XCTAssertEqual(created.status, 0, created.stderr)
+        XCTAssertEqual(created.stdout, "created sql/0100000000000000000000_next.sql\n")
+    }
+
+    func testValidateAndMigrateRefuseReapplyWithInsertMode() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+            <seeds><seed file="csv/t.csv" table="t" onChange="reapply"/></seeds></manifest>
+            """, files: ["sql/1_t.sql": "CREATE TABLE t (x);", "csv/t.csv": "x\n1\n"])
+        let validate = try project.strata(["validate"])
+        XCTAssertEqual(validate.status, 1)
+        XCTAssertTrue(validate.stderr.contains(#"manifest.xml:2: onChange="reapply" with mode="insert""#), validate.stderr)
+        let migrate = try project.strata(["migrate"])
+        XCTAssertEqual(migrate.status, 3)
+        if FileManager.default.fileExists(atPath: project.databasePath) {
+            XCTAssertFalse(try project.database().tableExists("t"), "nothing ran")
+        }
+    }
+
     func testEightProcessesApplyEachFileExactlyOnce() throws {
         var files = ["sql/000_log.sql": "CREATE TABLE log (step TEXT NOT NULL);"]
         for i in 1...12 {

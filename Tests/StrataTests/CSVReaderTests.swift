@@ -91,6 +91,30 @@ final class CSVReaderTests: XCTestCase {
         XCTAssertEqual(error.description, "t.csv:2:3: " + error.message)
     }
 
+    func testRecordLimitHintSaysWhetherAQuoteIsOpen() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let url = dir.appendingPathComponent("t.csv")
+        func limitError(_ text: String) throws -> CSVError? {
+            try Data(text.utf8).write(to: url)
+            let reader = try CSVReader(path: url.path, displayName: "t.csv", chunkSize: 16, recordLimit: 64)
+            do {
+                while try reader.readRecord() {}
+            } catch let error as CSVError {
+                return error
+            }
+            return nil
+        }
+        let long = String(repeating: "x", count: 200)
+        let unquoted = try XCTUnwrap(try limitError("a,b\n1,\(long)\n"))
+        XCTAssertTrue(unquoted.message.contains("longer than the limit of 64 bytes"), unquoted.message)
+        XCTAssertTrue(unquoted.message.contains("no line break within it"), unquoted.message)
+        XCTAssertFalse(unquoted.message.contains("quote"), unquoted.message)
+        let quoted = try XCTUnwrap(try limitError("a,b\n1,\"\(long)\n"))
+        XCTAssertTrue(quoted.message.contains("is its closing quote missing?"), quoted.message)
+        XCTAssertNil(try limitError("a,b\n1,\"\(String(repeating: "y", count: 40))\"\n2,3\n"), "records within the limit read")
+        XCTAssertEqual(CSVReader.maximumRecordSize, 64 << 20, "the README documents 64 MiB")
+    }
+
     func testStrayQuoteAndTextAfterClosingQuote() throws {
         var error = try XCTUnwrap(try error("a,b\n1,ab\"c\n"))
         XCTAssertEqual([error.line, error.column], [2, 5])

@@ -145,6 +145,73 @@ final class DatabaseTests: XCTestCase {
         assertThrows(DatabaseError.self) { try row.get(9, as: Int.self) }
     }
 
+    func testNamesFoldASCIIOnlyAsSQLiteDoes() throws {
+        let db = try Database()
+        let row = try XCTUnwrap(db.query(#"SELECT 1 AS "Ä", 2 AS "Id""#).next())
+        XCTAssertNil(row["ä"], "SQLite folds ASCII letters only")
+        XCTAssertEqual(row["Ä"], .integer(1))
+        XCTAssertEqual(row["ID"], .integer(2))
+        try db.execute(#"CREATE TABLE t ("Ä" TEXT, "Id" INTEGER)"#)
+        let columns = try db.columns(in: "t")
+        XCTAssertNil(columns.named("ä"))
+        XCTAssertEqual(columns.named("iD")?.name, "Id")
+    }
+
+    func testValuesThatDoNotFitAreRefusedNotChanged() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        let cases: [(String, StatementArguments)] = [
+            ("INSERT INTO t VALUES (?)", [UInt64.max]), ("INSERT INTO t VALUES (:x)", ["x": UInt64.max]),
+            ("INSERT INTO t VALUES (?)", StatementArguments([UInt(Int64.max) + 1])),
+            ("INSERT INTO t VALUES (:x)", StatementArguments(["x": UInt64(1) << 63])),
+        ]
+        for (sql, arguments) in cases {
+            let error = assertThrows(DatabaseError.self) { try db.execute(sql, arguments) }
+            XCTAssertEqual(error?.resultCode, SQLITE_MISMATCH)
+            XCTAssertTrue(error?.message.contains("does not fit SQLite's 64-bit signed integer") ?? false, "\(String(describing: error))")
+        }
+        try db.execute("INSERT INTO t VALUES (?)", [UInt64(Int64.max)])
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 1)
+        try db.createFunction("huge", argumentCount: 0) { _ in UInt64.max }
+        let error = assertThrows(DatabaseError.self) { try db.scalar("SELECT huge()", as: Double.self) }
+        XCTAssertTrue(error?.message.contains("does not fit SQLite's 64-bit signed integer") ?? false, "\(String(describing: error))")
+
+        // A REAL beyond Float's range does not read as infinity.
+        let row = try XCTUnwrap(db.query("SELECT 1e300, -1e300, 1.5").next())
+        XCTAssertThrowsError(try row.get(0, as: Float.self))
+        XCTAssertNil(Float.fromDatabaseValue(.real(-1e300)))
+        XCTAssertEqual(try row.get(2, as: Float.self), 1.5)
+        XCTAssertEqual(Float.fromDatabaseValue(.real(.infinity)), .infinity, "a stored infinity stays one")
+    }
+
+    func testTooLargeValuesThrowInsteadOfBindingNull() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        sqlite3_limit(db.handle, SQLITE_LIMIT_LENGTH, 100)
+        let big = String(repeating: "x", count: 200)
+        for value in [DatabaseValue.text(big), .blob(Data(big.utf8))] {
+            let error = assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (?)", [value]) }
+            XCTAssertEqual(error?.resultCode, SQLITE_TOOBIG)
+        }
+        // The allocation-free binds of bulk loads: the failure surfaces when the statement runs.
+        let statement = try db.prepare("INSERT INTO t VALUES (?)")
+        var bytes = Array(big.utf8)
+        bytes.withUnsafeBufferPointer { statement.bind(text: $0, at: 1) }
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try statement.run() }?.resultCode, SQLITE_TOOBIG)
+        bytes.withUnsafeBufferPointer { statement.bind(blob: $0, at: 1) }
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try statement.run() }?.resultCode, SQLITE_TOOBIG)
+        // Lengths above 2 GiB (which a 32-bit length cannot hold) are refused, never trapped on; SQLite checks the
+        // length before reading, so a small buffer stands in for a huge one.
+        bytes.withUnsafeMutableBufferPointer { small in
+            let huge = UnsafeBufferPointer(start: small.baseAddress, count: Int(Int32.max) + 10)
+            statement.bind(text: huge, at: 1, copying: false)
+        }
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try statement.run() }?.resultCode, SQLITE_TOOBIG)
+        statement.bind(int64: 1, at: 1)
+        try statement.run()
+        XCTAssertEqual(try db.query("SELECT typeof(x) FROM t").all().map { $0[0] }, [.text("integer")], "no NULL was stored")
+    }
+
     func testCursorIsLazyAndAllReturnsEveryRow() throws {
         let db = try Database()
         try db.execute("CREATE TABLE n (x INTEGER)")
@@ -272,6 +339,34 @@ final class DatabaseTests: XCTestCase {
             XCTAssertEqual(error?.resultCode, SQLITE_MISUSE)
         }
         XCTAssertEqual(try db.query("SELECT x FROM t ORDER BY x").all().map { $0[0] }, [.integer(1), .integer(3)])
+    }
+
+    func testTransactionRolledBackBySQLiteStopsTheBody() throws {
+        // An interrupted write inside a transaction makes SQLite roll the whole transaction back (as SQLITE_FULL,
+        // SQLITE_IOERR and SQLITE_NOMEM may); a body that goes on must not write in autocommit mode.
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        try db.execute("CREATE TEMP TRIGGER stop AFTER INSERT ON t WHEN NEW.x = 1 BEGIN SELECT interrupt(); END")
+        let handle = db.handle
+        try db.createFunction("interrupt", argumentCount: 0) { _ in sqlite3_interrupt(handle); return nil as Int? }
+        for nested in [false, true] {
+            let error = assertThrows(DatabaseError.self) {
+                try db.transaction { db in
+                    let body = { (db: Database) throws in
+                        XCTAssertThrowsError(try db.execute("INSERT INTO t VALUES (1), (5)"))
+                        try db.execute("INSERT INTO t VALUES (2)")
+                    }
+                    if nested { try db.savepoint(body) } else { try body(db) }
+                }
+            }
+            XCTAssertTrue(error?.message.contains("SQLite rolled the transaction back") ?? false, "\(String(describing: error))")
+            XCTAssertEqual(error?.resultCode, SQLITE_INTERRUPT)
+            XCTAssertFalse(db.isInTransaction)
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0, "nested: \(nested)")
+        }
+        // The connection is usable afterwards.
+        try db.transaction { db in try db.execute("INSERT INTO t VALUES (3)") }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 1)
     }
 
     func testCommitFailureRollsBack() throws {

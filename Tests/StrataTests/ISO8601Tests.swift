@@ -31,4 +31,26 @@ final class ISO8601Tests: XCTestCase {
             XCTAssertEqual(ISO8601.parse(text).map { Int64($0.timeIntervalSince1970) }, seconds, text)
         }
     }
+
+    func testExtremeValuesAreRefusedNeverTrapped() {
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
+        defer { buffer.deallocate() }
+        for seconds in [Int64.min, Int64.min + 1, Int64.min + 86_399, -62_167_219_201, Int64.max, Int64.max - 1] {
+            for includeTime in [false, true] {
+                let instant = ISO8601.Instant(seconds: seconds, nanoseconds: 999_999_999, hasTime: includeTime)
+                XCTAssertEqual(ISO8601.write(instant, includeTime: includeTime, into: buffer), 0, "\(seconds)")
+                XCTAssertFalse(ISO8601.format(seconds: seconds, includeTime: includeTime).isEmpty)
+            }
+        }
+        XCTAssertEqual(ISO8601.write(ISO8601.Instant(seconds: -62_167_219_200, nanoseconds: 0, hasTime: true),
+                                     includeTime: true, into: buffer), 20, "0000-01-01T00:00:00Z is the first")
+        for interval in [1e300, -1e300, Double.infinity, -Double.infinity, Double.nan, 9.3e18, -9.3e18] {
+            let date = Date(timeIntervalSince1970: interval)
+            XCTAssertFalse(ISO8601.format(date).isEmpty, "\(interval)")
+        }
+        XCTAssertEqual(ISO8601.floorDiv(Int64.min, 86_400), -106_751_991_167_301)
+        XCTAssertEqual(ISO8601.floorDiv(-1, 86_400), -1)
+        XCTAssertEqual(ISO8601.floorDiv(-86_400, 86_400), -1)
+        XCTAssertEqual(ISO8601.floorDiv(Int64.max, 86_400), 106_751_991_167_300)
+    }
 }

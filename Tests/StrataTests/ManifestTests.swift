@@ -193,6 +193,25 @@ final class ManifestTests: XCTestCase {
         has(22, "already mapped")
     }
 
+    func testReapplyWithInsertModeIsRefusedNamingTheModesThatFit() throws {
+        try files(["data/a.csv": "x\n"])
+        let found = try problems("""
+            <manifest version="1">
+              <seeds>
+                <seed file="../data/a.csv" table="t" onChange="reapply"/>
+                <seed id="b" file="../data/a.csv" table="t" mode="insert" onChange="reapply"/>
+                <seed id="c" file="../data/a.csv" table="t" mode="upsert" key="x" onChange="reapply"/>
+                <seed id="d" file="../data/a.csv" table="t" mode="insert"/>
+              </seeds>
+            </manifest>
+            """)
+        XCTAssertEqual(found.map(\.location.line), [3, 4], found.map(\.description).joined(separator: "\n"))
+        for problem in found {
+            XCTAssertTrue(problem.message.contains(#"onChange="reapply" with mode="insert" would insert every row again"#), problem.message)
+            XCTAssertTrue(problem.message.contains(#"use mode="upsert" or "sync" (with key)"#), problem.message)
+        }
+    }
+
     func testIncludeCycleIsRefused() throws {
         try files([
             "m/a.xml": #"<manifest version="1"><include manifest="b.xml"/></manifest>"#,

@@ -263,6 +263,18 @@ final class MappingTests: XCTestCase {
         XCTAssertTrue(error?.description.contains("'opera' (text) is not a valid Genre") ?? false, "\(String(describing: error))")
     }
 
+    func testARealBeyondFloatsRangeIsAnErrorNotInfinity() throws {
+        struct Measure: Codable { var id: Int; var value: Float; var maybe: Float? }
+        let db = try database("CREATE TABLE measure (id INTEGER, value REAL, maybe REAL); INSERT INTO measure VALUES (1, 1e300, 2), (2, 1, -1e300);")
+        let store = ModelStore(database: db)
+        var error = assertThrows(MappingError.self) { try store.fetchAll(Measure.self, where: "id = 1") }
+        XCTAssertTrue(error?.description.contains("does not fit Float") ?? false, "\(String(describing: error))")
+        error = assertThrows(MappingError.self) { try store.fetchAll(Measure.self, where: "id = 2") }
+        XCTAssertTrue(error?.description.contains("Measure.maybe") ?? false, "\(String(describing: error))")
+        try db.execute("UPDATE measure SET value = 0.1, maybe = NULL")
+        XCTAssertEqual(try store.fetchAll(Measure.self).map(\.value), [0.1, 0.1])
+    }
+
     func testEncodingErrors() throws {
         struct Huge: Codable { var id: Int; var big: UInt64 }
         let store = ModelStore(database: try database("CREATE TABLE huge (id INTEGER, big INTEGER);"))

@@ -1,4 +1,5 @@
 import Foundation
+import CSQLite
 import XCTest
 @testable import Strata
 
@@ -174,6 +175,131 @@ final class SeedingTests: XCTestCase {
             XCTAssertNil(report.failure, "\(attributes): \(String(describing: report.failure))")
             XCTAssertEqual(try values(project, "SELECT * FROM t ORDER BY code"), expected, attributes)
         }
+    }
+
+    // MARK: replace and sync never lose other tables' rows
+
+    static let authorsAndBooks = """
+        CREATE TABLE author (id INTEGER PRIMARY KEY, name TEXT, born INTEGER DEFAULT 1900);
+        CREATE TABLE book (id INTEGER PRIMARY KEY, author_id INTEGER REFERENCES author(id) ON DELETE CASCADE, title TEXT);
+        INSERT INTO author VALUES (1, 'Le Guin', 1929), (2, 'Jemisin', 1972);
+        INSERT INTO book VALUES (10, 1, 'Earthsea'), (11, 2, 'Fifth Season'), (12, 2, 'Obelisk Gate');
+        """
+
+    func testReplaceDoesNotDeleteChildRowsOfReplacedParents() throws {
+        let project = try project(schema: Self.authorsAndBooks, seeds: #"<seed file="csv/a.csv" table="author" mode="replace"/>"#,
+                                  files: ["csv/a.csv": "id,name\n1,Ursula K. Le Guin\n2,N. K. Jemisin\n3,Butler\n"])
+        let report = try migrate(project)
+        XCTAssertNil(report.failure, "\(String(describing: report.failure))")
+        XCTAssertEqual(try values(project, "SELECT count(*) FROM book"), [[.integer(3)]], "no book was cascaded away")
+        // The file's row replaces the old one: its columns from the file, the others their defaults.
+        XCTAssertEqual(try values(project, "SELECT * FROM author ORDER BY id"),
+                       [[.integer(1), .text("Ursula K. Le Guin"), .integer(1900)],
+                        [.integer(2), .text("N. K. Jemisin"), .integer(1900)], [.integer(3), .text("Butler"), .integer(1900)]])
+    }
+
+    func testReplaceConflictingWithTwoRowsIsAnErrorNotTwoDeletions() throws {
+        let project = try project(schema: """
+            CREATE TABLE t (id INTEGER PRIMARY KEY, code TEXT UNIQUE, v TEXT);
+            INSERT INTO t VALUES (1, 'a', 'one'), (2, 'b', 'two');
+            """, seeds: #"<seed file="csv/t.csv" table="t" mode="replace"/>"#, files: ["csv/t.csv": "id,code,v\n1,b,new\n"])
+        let failure = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertEqual(failure.line, 2)
+        XCTAssertTrue(failure.message.contains("UNIQUE constraint failed: t.code"), failure.message)
+        XCTAssertEqual(try values(project, "SELECT count(*) FROM t"), [[.integer(2)]])
+    }
+
+    func testSyncRefusesToDeleteRowsOtherTablesReferenceNamingThem() throws {
+        let project = try project(schema: Self.authorsAndBooks, seeds: #"<seed file="csv/a.csv" table="author" mode="sync" key="id"/>"#,
+                                  files: ["csv/a.csv": "id,name\n1,Le Guin\n"])
+        let failure = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertTrue(failure.message.contains("sync would delete rows of 'author' that other rows reference"), failure.message)
+        XCTAssertTrue(failure.message.contains("id = 2 (2 rows in book.author_id)"), failure.message)
+        XCTAssertEqual(try values(project, "SELECT count(*) FROM book"), [[.integer(3)]])
+        XCTAssertEqual(try values(project, "SELECT name FROM author ORDER BY id"), [[.text("Le Guin")], [.text("Jemisin")]])
+
+        // Unreferenced rows are deleted as before, and a row referenced only by rows being deleted too.
+        let tree = try self.project(schema: """
+            CREATE TABLE c (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES c(id) ON DELETE CASCADE);
+            INSERT INTO c VALUES (1, NULL), (2, 1), (3, 2), (4, NULL);
+            """, seeds: #"<seed file="csv/c.csv" table="c" mode="sync" key="id"/>"#, files: ["csv/c.csv": "id,parent\n4,\n"])
+        XCTAssertNil(try migrate(tree).failure)
+        XCTAssertEqual(try values(tree, "SELECT id FROM c"), [[.integer(4)]])
+    }
+
+    func testUpsertAndSyncRefuseANullKeyNamingLineAndColumn() throws {
+        for mode in [#"mode="sync" key="code""#, #"mode="upsert" key="code""#] {
+            let project = try project(schema: "CREATE TABLE t (code TEXT UNIQUE, v INTEGER); INSERT INTO t VALUES ('stale', 0);",
+                                      seeds: #"<seed file="csv/t.csv" table="t" \#(mode)/>"#, files: ["csv/t.csv": "code,v\na,1\n,2\n"])
+            let failure = try XCTUnwrap(try migrate(project).failure, mode)
+            XCTAssertEqual(failure.line, 3, mode)
+            XCTAssertTrue(failure.message.contains("key column 'code' is NULL"), failure.message)
+            XCTAssertEqual(try values(project, "SELECT * FROM t"), [[.text("stale"), .integer(0)]], mode)
+        }
+    }
+
+    func testSyncDeletesEveryRowMissingFromTheFileUnderTheKeysCollation() throws {
+        let project = try project(schema: """
+            CREATE TABLE t (code TEXT COLLATE NOCASE PRIMARY KEY, v INTEGER);
+            INSERT INTO t VALUES ('a', 0), ('gone', 0), (NULL, 0);
+            """, seeds: #"<seed file="csv/t.csv" table="t" mode="sync" key="code"/>"#, files: ["csv/t.csv": "code,v\nA,1\n"])
+        XCTAssertNil(try migrate(project).failure)
+        XCTAssertEqual(try values(project, "SELECT * FROM t"), [[.text("a"), .integer(1)]])
+    }
+
+    func testHeaderNamesMatchColumnsFoldingASCIIOnlyAsSQLiteDoes() throws {
+        let project = try project(schema: #"CREATE TABLE t ("Ä" TEXT, "ID" INTEGER);"#,
+                                  seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": "ä,id\nx,1\n"])
+        let failure = try XCTUnwrap(try migrate(project).failure)
+        XCTAssertTrue(failure.message.contains("not in table 't': ä (the table has: Ä, ID)"), failure.message)
+        try project.file("csv/t.csv", "Ä,id\nx,1\n")
+        XCTAssertNil(try migrate(project).failure)
+        XCTAssertEqual(try values(project, #"SELECT "Ä", "ID" FROM t"#), [[.text("x"), .integer(1)]])
+    }
+
+    func testKeyAndColumnElementsMatchFoldingASCIIOnly() throws {
+        let key = try project(schema: #"CREATE TABLE t ("Ä" TEXT PRIMARY KEY, v INTEGER);"#,
+                              seeds: #"<seed file="csv/t.csv" table="t" mode="upsert" key="ä"/>"#, files: ["csv/t.csv": "Ä,v\nx,1\n"])
+        XCTAssertTrue(try XCTUnwrap(try migrate(key).failure).message.contains("key column 'ä' is not in the header"))
+        let column = try project(schema: #"CREATE TABLE t ("Ä" TEXT, v INTEGER);"#,
+                                 seeds: #"<seed file="csv/t.csv" table="t"><column name="ä" type="integer"/></seed>"#,
+                                 files: ["csv/t.csv": "Ä,v\nx,1\n"])
+        XCTAssertTrue(try XCTUnwrap(try migrate(column).failure).message.contains(#"<column name="ä"> is not in the header"#))
+    }
+
+    func testUnixSecondsAtTheEdgesOfInt64AreAConversionErrorNotATrap() throws {
+        for value in ["-9223372036854775808", "9223372036854775807", "-9223372036854775807", "-9223372036768375808"] {
+            for type in ["date", "datetime"] {
+                let project = try project(schema: "CREATE TABLE t (d TEXT);",
+                                          seeds: #"<seed file="csv/t.csv" table="t"><column name="d" type="\#(type)" format="unix"/></seed>"#,
+                                          files: ["csv/t.csv": "d\n\(value)\n"])
+                let failure = try XCTUnwrap(try migrate(project).failure, value)
+                XCTAssertEqual(failure.line, 2)
+                XCTAssertTrue(failure.message.contains("column 'd': '\(value)' is not unix seconds"), failure.message)
+            }
+        }
+    }
+
+    func testSQLiteRollingBackTheTransactionStopsTheSeed() throws {
+        // SQLite rolls the whole transaction back when a write inside it is interrupted (as after SQLITE_FULL or
+        // SQLITE_IOERR); the rows replayed after that must not be committed one by one in autocommit mode.
+        let project = try project(schema: """
+            CREATE TABLE t (v INTEGER);
+            CREATE TRIGGER stop AFTER INSERT ON t WHEN NEW.v = 30 BEGIN SELECT interrupt_once(); END;
+            """, seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": "v\n" + (1...100).map { "\($0)\n" }.joined()])
+        // Without the function the seed fails; the migration stays applied.
+        XCTAssertTrue(try XCTUnwrap(try migrate(project).failure).message.contains("no such function"))
+        let database = try project.database()
+        let handle = database.handle
+        var interrupted = false
+        try database.createFunction("interrupt_once", argumentCount: 0) { _ in
+            if !interrupted { interrupted = true; sqlite3_interrupt(handle) }
+            return nil as Int?
+        }
+        let report = try Migrator(manifest: try project.manifest(), database: database).migrate()
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertTrue(failure.message.contains("SQLite rolled the transaction back"), failure.message)
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM t", as: Int.self), 0)
     }
 
     func testSyncWithCompositeKey() throws {

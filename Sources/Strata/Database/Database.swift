@@ -41,6 +41,7 @@ public final class Database {
     public let configuration: Configuration
     private var statementCache: [String: Statement] = [:]
     var savepointDepth = 0
+    let transactionState = TransactionState()
     private(set) var isClosed = false
 
     /// Opens (and for writable files, creates) the database at `path`.
@@ -138,7 +139,7 @@ public final class Database {
             sqlite3_finalize(statement)
             throw DatabaseError.misuse("more than one statement; run several with executeScript(_:)", sql: sql)
         }
-        return Statement(handle: statement, connection: handle, sql: sql)
+        return Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState)
     }
 
     private static func containsStatement(_ text: UnsafePointer<CChar>, connection: OpaquePointer) -> Bool {
@@ -226,14 +227,19 @@ final class FunctionBox {
             values.append(Self.value(arguments?[index]))
         }
         do {
-            switch try body(values)?.databaseValue ?? .null {
+            let result: DatabaseValue
+            switch try body(values).map(checkedDatabaseValue) ?? .success(.null) {
+            case .success(let value): result = value
+            case .failure(let error): throw error
+            }
+            switch result {
             case .null: sqlite3_result_null(context)
             case .integer(let i): sqlite3_result_int64(context, i)
             case .real(let d): sqlite3_result_double(context, d)
             case .text(let s): sqlite3_result_text(context, s, -1, SQLITE_TRANSIENT)
             case .blob(let data):
                 data.withUnsafeBytes { raw in
-                    sqlite3_result_blob(context, raw.baseAddress, Int32(raw.count), SQLITE_TRANSIENT)
+                    sqlite3_result_blob64(context, raw.baseAddress, UInt64(raw.count), SQLITE_TRANSIENT)
                 }
             }
         } catch {

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 
 /// One SQLite value, in SQLite's five storage classes.
@@ -82,9 +83,10 @@ extension Int64: DatabaseValueConvertible {
 }
 
 extension BinaryInteger where Self: DatabaseValueConvertible {
+    /// A value above `Int64.max` (only `UInt64`/`UInt` have them) becomes the nearest REAL, since this property
+    /// cannot throw; `StatementArguments`, function results and `ModelStore` refuse such values instead.
     public var databaseValue: DatabaseValue {
         if let exact = Int64(exactly: self) { return .integer(exact) }
-        // Only UInt64/UInt above Int64.max land here; SQLite has no wider integer.
         return .real(Double(self))
     }
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Self? {
@@ -115,8 +117,12 @@ extension Double: DatabaseValueConvertible {
 
 extension Float: DatabaseValueConvertible {
     public var databaseValue: DatabaseValue { .real(Double(self)) }
+    /// Rounds to the nearest `Float`; a finite number beyond Float's range does not convert (rather than
+    /// becoming infinity).
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Float? {
-        Double.fromDatabaseValue(value).map { Float($0) }
+        guard let double = Double.fromDatabaseValue(value) else { return nil }
+        let float = Float(double)
+        return float.isFinite || !double.isFinite ? float : nil
     }
 }
 
@@ -201,4 +207,15 @@ extension Decimal: DatabaseValueConvertible {
         default: nil
         }
     }
+}
+
+/// The value to bind for `value`, or a message when it has none without changing it: an integer above
+/// `Int64.max` would otherwise be stored as an approximate REAL. The check costs a cast only for REALs.
+func checkedDatabaseValue(_ value: any DatabaseValueConvertible) -> Result<DatabaseValue, DatabaseError> {
+    let converted = value.databaseValue
+    if case .real = converted, let integer = value as? any BinaryInteger {
+        return .failure(DatabaseError(code: SQLITE_MISMATCH,
+            message: "\(integer) (\(type(of: integer))) does not fit SQLite's 64-bit signed integer"))
+    }
+    return .success(converted)
 }

@@ -78,8 +78,11 @@ public enum ISO8601 {
     }
 
     /// A date as whole seconds and milliseconds (the precision Strata stores).
+    /// Intervals beyond ±2^53 seconds are clamped there and NaN reads as 0, rather than trapping; such dates
+    /// lie outside 0000–9999, which `format` writes with as many year digits as it needs.
     public static func instant(of date: Date) -> Instant {
-        let interval = date.timeIntervalSince1970
+        let limit = 9_007_199_254_740_992.0
+        let interval = date.timeIntervalSince1970.isNaN ? 0 : min(max(date.timeIntervalSince1970, -limit), limit)
         var whole = Int64(interval.rounded(.down))
         var millis = Int64(((interval - Double(whole)) * 1000).rounded())
         if millis >= 1000 { whole += 1; millis -= 1000 }
@@ -89,7 +92,7 @@ public enum ISO8601 {
     /// `YYYY-MM-DD` (date only) or `YYYY-MM-DDTHH:MM:SSZ` for whole seconds since 1970, UTC.
     public static func format(seconds: Int64, includeTime: Bool) -> String {
         let days = floorDiv(seconds, 86_400)
-        let secondOfDay = seconds - days * 86_400
+        let secondOfDay = floorMod(seconds, 86_400)
         let (y, m, d) = civilFromDays(days)
         var text = pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2)
         if includeTime {
@@ -103,7 +106,7 @@ public enum ISO8601 {
     /// Allocation-free, for bulk loads.
     static func write(_ instant: Instant, includeTime: Bool, into out: UnsafeMutablePointer<UInt8>) -> Int {
         let days = floorDiv(instant.seconds, 86_400)
-        let secondOfDay = instant.seconds - days * 86_400
+        let secondOfDay = floorMod(instant.seconds, 86_400)
         let (year, month, day) = civilFromDays(days)
         var length = 0
         func put(_ value: Int64, _ width: Int) {
@@ -161,8 +164,17 @@ public enum ISO8601 {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
-        a >= 0 ? a / b : (a - b + 1) / b
+    /// `a / b` rounded toward negative infinity, for `b > 0`. Written without `a - b + 1`, which overflows for
+    /// seconds near `Int64.min` (a CSV can hold any 64-bit number of unix seconds).
+    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+        let quotient = a / b
+        return a % b < 0 ? quotient - 1 : quotient
+    }
+
+    /// The remainder that goes with `floorDiv`: in `0..<b`, for `b > 0`; never overflows.
+    static func floorMod(_ a: Int64, _ b: Int64) -> Int64 {
+        let remainder = a % b
+        return remainder < 0 ? remainder + b : remainder
     }
 
     private static func pad(_ value: Int64, _ width: Int) -> String {

@@ -9,15 +9,15 @@ public final class RowLayout: Sendable {
         self.names = names
         var index: [String: Int] = [:]
         // The first of several same-named columns wins, as in SQL's own name resolution.
-        for (offset, name) in names.enumerated() where index[name.lowercased()] == nil {
-            index[name.lowercased()] = offset
+        for (offset, name) in names.enumerated() where index[name.sqliteFolded] == nil {
+            index[name.sqliteFolded] = offset
         }
         indexByLowercasedName = index
     }
 
-    /// The 0-based index of a column, matched case-insensitively.
+    /// The 0-based index of a column, matched case-insensitively as SQLite matches names (ASCII only).
     public func index(of name: String) -> Int? {
-        indexByLowercasedName[name.lowercased()]
+        indexByLowercasedName[name.sqliteFolded]
     }
 }
 

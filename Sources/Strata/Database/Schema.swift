@@ -28,10 +28,25 @@ public struct ColumnInfo: Sendable, Equatable {
 }
 
 extension Array where Element == ColumnInfo {
-    /// The column with this name, compared case-insensitively as SQLite compares identifiers.
+    /// The column with this name, compared case-insensitively as SQLite compares identifiers (ASCII only).
     func named(_ name: String) -> ColumnInfo? {
-        let lowered = name.lowercased()
-        return first { $0.name.lowercased() == lowered }
+        first { sqliteNamesEqual($0.name, name) }
+    }
+}
+
+extension StringProtocol {
+    /// The name as SQLite compares identifiers: ASCII letters in lower case, every other character as written.
+    /// SQLite folds ASCII only (`"Ä"` and `"ä"` are two columns), so Unicode `lowercased()` would match names
+    /// SQLite keeps apart.
+    var sqliteFolded: String {
+        String(decoding: utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+}
+
+/// True when SQLite treats the two identifiers as the same name (ASCII case-insensitive).
+func sqliteNamesEqual(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
+    a.utf8.elementsEqual(b.utf8) { x, y in
+        (x >= 65 && x <= 90 ? x + 32 : x) == (y >= 65 && y <= 90 ? y + 32 : y)
     }
 }
 
@@ -72,6 +87,14 @@ extension Database {
             ColumnInfo(name: try row.get(0), declaredType: try row.get(1), isNotNull: try row.get(2),
                        defaultSQL: try row.get(3), primaryKeyPosition: try row.get(4))
         }
+    }
+
+    /// The name of a column's collating sequence (`BINARY`, `NOCASE`, …), or nil when there is no such column.
+    func collation(of column: String, in table: String) throws -> String? {
+        var collation: UnsafePointer<CChar>?
+        let code = sqlite3_table_column_metadata(handle, nil, table, column, nil, &collation, nil, nil, nil)
+        guard code == SQLITE_OK else { return nil }
+        return collation.map { String(cString: $0) }
     }
 
     /// Rows that break a foreign key, as `PRAGMA foreign_key_check` reports them.

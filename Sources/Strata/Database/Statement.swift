@@ -13,11 +13,14 @@ public final class Statement {
     public let sql: String
     /// True while a cursor is reading rows, so the statement cache hands out a fresh statement instead.
     var isBusy = false
+    /// The connection's `transaction`/`savepoint` scopes, told when SQLite rolls their transaction back itself.
+    let transactionState: TransactionState?
 
-    init(handle: OpaquePointer, connection: OpaquePointer, sql: String) {
+    init(handle: OpaquePointer, connection: OpaquePointer, sql: String, transactionState: TransactionState? = nil) {
         self.handle = handle
         self.connection = connection
         self.sql = sql
+        self.transactionState = transactionState
     }
 
     deinit { sqlite3_finalize(handle) }
@@ -37,7 +40,10 @@ public final class Statement {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         let count = parameterCount
+        failedBind = 0
         switch arguments {
+        case .unrepresentable(let error):
+            throw DatabaseError(code: error.extendedResultCode, message: error.message, sql: sql)
         case .positional(let values):
             guard values.count == count else {
                 throw DatabaseError.misuse(
@@ -83,19 +89,29 @@ public final class Statement {
                     return sqlite3_bind_text(handle, index, "", 0, nil)
                 }
                 return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                    sqlite3_bind_text(handle, index, $0, Int32(bytes.count), SQLITE_TRANSIENT)
+                    sqlite3_bind_text64(handle, index, $0, UInt64(bytes.count), SQLITE_TRANSIENT, UInt8(SQLITE_UTF8))
                 }
             }
         case .blob(let data):
             code = data.withUnsafeBytes { raw in
                 guard let base = raw.baseAddress, raw.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
-                return sqlite3_bind_blob(handle, index, base, Int32(raw.count), SQLITE_TRANSIENT)
+                return sqlite3_bind_blob64(handle, index, base, UInt64(raw.count), SQLITE_TRANSIENT)
             }
         }
         guard code == SQLITE_OK else { throw error(code) }
     }
 
-    // Allocation-free binding for bulk loads; indexes are 1-based. Failures surface when the statement runs.
+    // Allocation-free binding for bulk loads; indexes are 1-based. A text or blob SQLite refuses (longer than
+    // its length limit) is remembered and thrown by the next `run()`, never left bound as NULL; lengths are
+    // passed as 64 bits, so a value above 2 GiB is refused by SQLite rather than trapping in a conversion.
+
+    /// The 1-based parameter whose last bulk bind failed, or 0; with SQLite's code.
+    private var failedBind: Int32 = 0
+    private var failedBindCode: Int32 = SQLITE_OK
+
+    @inline(__always) private func noteBind(_ code: Int32, at index: Int32) {
+        if code != SQLITE_OK { failedBind = index; failedBindCode = code }
+    }
 
     /// Binds NULL.
     @inline(__always) public func bindNull(at index: Int32) { sqlite3_bind_null(handle, index) }
@@ -110,9 +126,10 @@ public final class Statement {
             sqlite3_bind_text(handle, index, "", 0, nil)
             return
         }
-        base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-            _ = sqlite3_bind_text(handle, index, $0, Int32(bytes.count), copying ? SQLITE_TRANSIENT : nil)
+        let code = base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+            sqlite3_bind_text64(handle, index, $0, UInt64(bytes.count), copying ? SQLITE_TRANSIENT : nil, UInt8(SQLITE_UTF8))
         }
+        noteBind(code, at: index)
     }
 
     /// Binds bytes as a blob, copied by SQLite before this returns.
@@ -121,15 +138,17 @@ public final class Statement {
             sqlite3_bind_zeroblob(handle, index, 0)
             return
         }
-        sqlite3_bind_blob(handle, index, base, Int32(bytes.count), SQLITE_TRANSIENT)
+        noteBind(sqlite3_bind_blob64(handle, index, base, UInt64(bytes.count), SQLITE_TRANSIENT), at: index)
     }
 
     /// Runs the statement once with its current bindings and resets it, keeping the bindings.
     @inline(__always) public func run() throws {
+        if failedBind != 0 { throw bindFailure() }
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE || code == SQLITE_ROW else {
             let failure = error(code)
             sqlite3_reset(handle)
+            transactionState?.check(failure, connection: connection)
             throw failure
         }
         sqlite3_reset(handle)
@@ -144,6 +163,7 @@ public final class Statement {
         case let code:
             let failure = error(code)
             sqlite3_reset(handle)
+            transactionState?.check(failure, connection: connection)
             throw failure
         }
     }
@@ -193,6 +213,15 @@ public final class Statement {
     func reset() {
         sqlite3_reset(handle)
         isBusy = false
+    }
+
+    /// The remembered bulk-bind failure, cleared; the statement is reset so the next rows start clean.
+    private func bindFailure() -> DatabaseError {
+        let failure = DatabaseError(code: failedBindCode, message: "parameter \(failedBind) could not be bound: "
+                                    + String(cString: sqlite3_errstr(failedBindCode)), sql: sql)
+        failedBind = 0
+        sqlite3_reset(handle)
+        return failure
     }
 
     func error(_ code: Int32) -> DatabaseError {

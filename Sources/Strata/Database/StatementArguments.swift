@@ -8,21 +8,51 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
     case positional([DatabaseValue])
     /// Keys may be written with or without their `:`, `@` or `$` prefix.
     case named([String: DatabaseValue])
+    /// Arguments holding a value SQLite cannot store as given (an unsigned integer above `Int64.max`); binding
+    /// them throws this error, so nothing runs with a changed value.
+    case unrepresentable(DatabaseError)
 
     public static let none = StatementArguments.positional([])
 
     public init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
-        self = .positional(elements.map { $0?.databaseValue ?? .null })
+        self.init(positional: elements)
     }
 
     public init(dictionaryLiteral elements: (String, (any DatabaseValueConvertible)?)...) {
-        var values: [String: DatabaseValue] = [:]
-        for (key, value) in elements { values[Self.bareName(key)] = value?.databaseValue ?? .null }
-        self = .named(values)
+        self.init(named: elements.map { ($0.0, $0.1) })
     }
 
     public init(_ values: [any DatabaseValueConvertible]) {
-        self = .positional(values.map(\.databaseValue))
+        self.init(positional: values)
+    }
+
+    private init(positional values: [(any DatabaseValueConvertible)?]) {
+        var converted: [DatabaseValue] = []
+        converted.reserveCapacity(values.count)
+        for (offset, value) in values.enumerated() {
+            guard let value else { converted.append(.null); continue }
+            switch checkedDatabaseValue(value) {
+            case .success(let bound): converted.append(bound)
+            case .failure(let error):
+                self = .unrepresentable(DatabaseError(code: error.extendedResultCode, message: "argument \(offset + 1): \(error.message)"))
+                return
+            }
+        }
+        self = .positional(converted)
+    }
+
+    private init(named values: [(String, (any DatabaseValueConvertible)?)]) {
+        var converted: [String: DatabaseValue] = [:]
+        for (key, value) in values {
+            guard let value else { converted[Self.bareName(key)] = .null; continue }
+            switch checkedDatabaseValue(value) {
+            case .success(let bound): converted[Self.bareName(key)] = bound
+            case .failure(let error):
+                self = .unrepresentable(DatabaseError(code: error.extendedResultCode, message: "argument :\(Self.bareName(key)): \(error.message)"))
+                return
+            }
+        }
+        self = .named(converted)
     }
 
     public init(_ values: [DatabaseValue]) {
@@ -30,9 +60,7 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
     }
 
     public init(_ values: [String: any DatabaseValueConvertible]) {
-        var named: [String: DatabaseValue] = [:]
-        for (key, value) in values { named[Self.bareName(key)] = value.databaseValue }
-        self = .named(named)
+        self.init(named: values.map { ($0.key, $0.value) })
     }
 
     static func bareName(_ name: String) -> String {

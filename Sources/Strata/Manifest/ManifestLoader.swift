@@ -148,7 +148,7 @@ struct ManifestLoader {
         } else if mode == .upsert || mode == .sync {
             problem(element, "mode=\"\(mode.rawValue)\" needs key=\"…\" naming the columns that identify a row")
         }
-        if Set(key.map { $0.lowercased() }).count != key.count { problem(element, "key names a column twice") }
+        if Set(key.map(\.sqliteFolded)).count != key.count { problem(element, "key names a column twice") }
 
         var delimiter = UInt8(ascii: ",")
         if let text = element.attribute("delimiter") {
@@ -165,7 +165,7 @@ struct ManifestLoader {
         var columnNames = Set<String>()
         for child in element.children where child.name == "column" {
             guard let name = child.attribute("name") else { continue }
-            if !columnNames.insert(name.lowercased()).inserted { problem(child, "column '\(name)' is configured twice") }
+            if !columnNames.insert(name.sqliteFolded).inserted { problem(child, "column '\(name)' is configured twice") }
             let type = child.attribute("type").flatMap(SeedColumn.ValueType.init(rawValue:))
             let storage = child.attribute("storage").flatMap(SeedColumn.DateStorage.init(rawValue:))
             if storage != nil && type != .date && type != .datetime {
@@ -185,11 +185,18 @@ struct ManifestLoader {
             columns.append(SeedColumn(name: name, type: type, format: format, storage: storage ?? .text))
         }
 
+        // Reloading an insert-mode file adds every row a second time; only modes that match rows may reapply.
+        let onChange = element.attribute("onChange").flatMap(SeedChangePolicy.init(rawValue:)) ?? .fail
+        if onChange == .reapply && mode == .insert {
+            problem(element, "onChange=\"reapply\" with mode=\"insert\" would insert every row again each time the file "
+                    + "changes; use mode=\"upsert\" or \"sync\" (with key), or \"replace\" or \"ignore\" on a table with a unique key")
+        }
+
         let contexts = element.attribute("context").map(Self.list) ?? []
         seeds.append(SeedStep(
             id: element.attribute("id") ?? (resolved as NSString).lastPathComponent, path: resolved, table: table,
             after: element.attribute("after"), mode: mode, key: key,
-            onChange: element.attribute("onChange").flatMap(SeedChangePolicy.init(rawValue:)) ?? .fail,
+            onChange: onChange,
             contexts: contexts, delimiter: delimiter, nullToken: element.attribute("null"), columns: columns,
             location: element.location))
     }
@@ -210,7 +217,7 @@ struct ManifestLoader {
             }
             columns[name] = column
         }
-        let mappedColumns = columns.values.map { $0.lowercased() }
+        let mappedColumns = columns.values.map(\.sqliteFolded)
         if Set(mappedColumns).count != mappedColumns.count {
             problem(element, "two properties of \(type) map to the same column")
         }

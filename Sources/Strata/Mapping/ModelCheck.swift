@@ -109,12 +109,12 @@ public func checkModels(of manifest: Manifest, in database: Database) throws -> 
             problems.append(ManifestProblem(location, "model \(model.typeName): table '\(layout.table)' does not exist"))
             continue
         }
-        let names = Set(layout.columns.map { $0.name.lowercased() })
-        for (property, column) in model.columns.sorted(by: { $0.key < $1.key }) where !names.contains(column.lowercased()) {
+        let names = Set(layout.columns.map(\.name.sqliteFolded))
+        for (property, column) in model.columns.sorted(by: { $0.key < $1.key }) where !names.contains(column.sqliteFolded) {
             problems.append(ManifestProblem(location,
                 "model \(model.typeName): property \(property) maps to column '\(column)', which table '\(layout.table)' does not have"))
         }
-        for column in model.primaryKey where !names.contains(column.lowercased()) {
+        for column in model.primaryKey where !names.contains(column.sqliteFolded) {
             problems.append(ManifestProblem(location,
                 "model \(model.typeName): primary key column '\(column)' is not in table '\(layout.table)'"))
         }

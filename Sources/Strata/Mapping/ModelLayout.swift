@@ -48,7 +48,7 @@ public struct ModelLayout: Sendable, Equatable {
     }
 
     func isPrimaryKey(_ column: String) -> Bool {
-        primaryKey.contains { $0.lowercased() == column.lowercased() }
+        primaryKey.contains { sqliteNamesEqual($0, column) }
     }
 }
 

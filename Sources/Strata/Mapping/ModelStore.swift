@@ -348,8 +348,8 @@ public final class ModelStore {
             throw MappingError(typeName: layout.typeName,
                                message: "has no primary key (declare one in table '\(layout.table)' or the manifest's primaryKey)")
         }
-        let lowered = Set(columns.map { $0.lowercased() })
-        let missing = layout.primaryKey.filter { !lowered.contains($0.lowercased()) }
+        let lowered = Set(columns.map(\.sqliteFolded))
+        let missing = layout.primaryKey.filter { !lowered.contains($0.sqliteFolded) }
         guard missing.isEmpty else {
             throw MappingError(typeName: layout.typeName,
                                message: "has no property for primary key column \(missing.joined(separator: ", "))")
@@ -361,9 +361,9 @@ public final class ModelStore {
         var values: [DatabaseValue] = []
         var terms: [String] = []
         var named: [String: any DatabaseValueConvertible] = [:]
-        for (name, value) in key { named[layout.column(for: name).lowercased()] = value }
+        for (name, value) in key { named[layout.column(for: name).sqliteFolded] = value }
         for column in layout.primaryKey {
-            guard let value = named.removeValue(forKey: column.lowercased()) else {
+            guard let value = named.removeValue(forKey: column.sqliteFolded) else {
                 throw MappingError(typeName: layout.typeName, column: column, message: "the key has no value for this column")
             }
             terms.append("\(quoteIdentifier(column)) = ?")

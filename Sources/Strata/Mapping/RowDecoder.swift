@@ -221,7 +221,7 @@ struct RowContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     @inline(__always) func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try field(key).bool(key.stringValue) }
     @inline(__always) func decode(_ type: String.Type, forKey key: Key) throws -> String { try field(key).string(key.stringValue) }
     @inline(__always) func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try field(key).double(key.stringValue) }
-    @inline(__always) func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try field(key).double(key.stringValue)) }
+    @inline(__always) func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try field(key).float(key.stringValue) }
     @inline(__always) func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try field(key).integer(key.stringValue) }
     @inline(__always) func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try field(key).integer(key.stringValue) }
     @inline(__always) func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try field(key).integer(key.stringValue) }
@@ -250,7 +250,7 @@ struct RowContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         try presentField(key)?.double(key.stringValue)
     }
     @inline(__always) func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-        try presentField(key).map { Float(try $0.double(key.stringValue)) }
+        try presentField(key).map { try $0.float(key.stringValue) }
     }
     @inline(__always) func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
         try presentField(key)?.integer(key.stringValue)
@@ -349,6 +349,17 @@ struct Field {
         case .null: throw nullFailure(key)
         default: throw failure(key) { "is not a number" }
         }
+    }
+
+    /// A number as `Float`, rounded; a finite value beyond Float's range is an error, not infinity.
+    @inline(__always)
+    func float(_ key: @autoclosure () -> String) throws -> Float {
+        let double = try double(key())
+        let float = Float(double)
+        guard float.isFinite || !double.isFinite else {
+            throw failure(key) { "does not fit Float (±\(Float.greatestFiniteMagnitude))" }
+        }
+        return float
     }
 
     @inline(__always)
@@ -453,7 +464,7 @@ struct ColumnDecoder: Decoder, SingleValueDecodingContainer {
     func decode(_ type: Bool.Type) throws -> Bool { try field.bool(key) }
     func decode(_ type: String.Type) throws -> String { try field.string(key) }
     func decode(_ type: Double.Type) throws -> Double { try field.double(key) }
-    func decode(_ type: Float.Type) throws -> Float { Float(try field.double(key)) }
+    func decode(_ type: Float.Type) throws -> Float { try field.float(key) }
     func decode(_ type: Int.Type) throws -> Int { try field.integer(key) }
     func decode(_ type: Int8.Type) throws -> Int8 { try field.integer(key) }
     func decode(_ type: Int16.Type) throws -> Int16 { try field.integer(key) }

@@ -17,15 +17,21 @@ public enum MigrationFile {
         guard !slug.isEmpty else {
             throw MigrationError.invalidStep("'\(name)' has no letters or digits to name a file with")
         }
-        var highest = 0
+        // Prefixes are compared and incremented as decimal digit strings: a prefix of any length (even beyond
+        // 64 bits, such as `9223372036854775807_x.sql`) gets a successor instead of a trap or being skipped.
+        var highest: [UInt8] = [UInt8(ascii: "0")]
         var width = 3
         for migration in manifest.migrations {
-            let digits = migration.id.prefix { $0.isASCII && $0.isNumber }
-            guard !digits.isEmpty, let number = Int(digits) else { continue }
-            highest = max(highest, number)
+            let digits = Array(migration.id.utf8.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            guard !digits.isEmpty else { continue }
+            let significant = Array(digits.drop { $0 == UInt8(ascii: "0") })
+            if significant.count > highest.count
+                || (significant.count == highest.count && highest.lexicographicallyPrecedes(significant)) {
+                highest = significant
+            }
             width = max(width, digits.count)
         }
-        let number = String(highest + 1)
+        let number = String(decoding: decimalSuccessor(highest), as: UTF8.self)
         let prefix = String(repeating: "0", count: max(0, width - number.count)) + number
         let path = (directory as NSString).appendingPathComponent("\(prefix)_\(slug).sql")
         guard !FileManager.default.fileExists(atPath: path) else {
@@ -36,5 +42,21 @@ public enum MigrationFile {
             throw MigrationError.invalidStep("cannot create \(path)")
         }
         return path
+    }
+
+    /// The decimal digits of `digits + 1` (ASCII, most significant first).
+    static func decimalSuccessor(_ digits: [UInt8]) -> [UInt8] {
+        var result = digits
+        var index = result.count - 1
+        while index >= 0 {
+            if result[index] == UInt8(ascii: "9") {
+                result[index] = UInt8(ascii: "0")
+                index -= 1
+            } else {
+                result[index] += 1
+                return result
+            }
+        }
+        return [UInt8(ascii: "1")] + result
     }
 }

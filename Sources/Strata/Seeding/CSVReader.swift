@@ -49,8 +49,13 @@ final class CSVReader {
     static let chunkSize = 1 << 20
     /// Bytes read per refill; tests and the fuzzer use tiny chunks to exercise records that span refills.
     let chunkSize: Int
-    /// A single record larger than this is refused (it is almost always an unterminated quote).
+    /// A single record larger than this is refused, so a file without line breaks or with an unterminated quote
+    /// cannot take unbounded memory (documented in the README's Seeds section).
     static let maximumRecordSize = 64 << 20
+    /// This reader's record limit (`maximumRecordSize`; tests use a small one).
+    let recordLimit: Int
+    /// True when the last parse stopped for more data inside a quoted field: the hint when the limit is hit.
+    private var waitingInQuote = false
 
     let path: String
     let displayName: String
@@ -85,8 +90,10 @@ final class CSVReader {
     /// Opens `path`; when `hashing`, every byte read also feeds the migration checksum (see `checksum()`).
     /// `offset` and `line` start reading mid-file at a record boundary found by an earlier reader.
     init(path: String, displayName: String? = nil, delimiter: UInt8 = UInt8(ascii: ","), hashing: Bool = false,
-         offset: Int = 0, line: Int = 1, chunkSize: Int = CSVReader.chunkSize) throws {
+         offset: Int = 0, line: Int = 1, chunkSize: Int = CSVReader.chunkSize,
+         recordLimit: Int = CSVReader.maximumRecordSize) throws {
         self.chunkSize = max(chunkSize, 1)
+        self.recordLimit = recordLimit
         self.path = path
         self.displayName = displayName ?? path
         self.delimiter = delimiter
@@ -172,6 +179,7 @@ final class CSVReader {
                 return true
             case .needMore:
                 try fill()
+                waitingInQuote = false
             }
         }
     }
@@ -226,6 +234,7 @@ final class CSVReader {
                 while true {
                     guard q < dataEnd else {
                         if endOfFile { throw error(at: p, "unterminated quoted field (the quote opened here is never closed)") }
+                        waitingInQuote = true
                         return .needMore
                     }
                     let byte = buffer[q]
@@ -277,6 +286,11 @@ final class CSVReader {
         }
     }
 
+    /// `64 MiB`, or bytes for small (test) limits.
+    private static func describe(_ bytes: Int) -> String {
+        bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
+    }
+
     /// Moves the unparsed tail to the front and reads more; grows the buffer only for a record larger than it.
     private func fill() throws {
         guard !endOfFile else { return }
@@ -288,8 +302,10 @@ final class CSVReader {
             position = 0
         }
         if capacity - dataEnd < chunkSize {
-            guard capacity < Self.maximumRecordSize else {
-                throw error(at: 0, "a record longer than \(Self.maximumRecordSize >> 20) MiB (is a quote left open?)")
+            guard capacity < recordLimit else {
+                throw error(at: 0, "a record longer than the limit of \(Self.describe(recordLimit)) "
+                            + (waitingInQuote ? "(a quoted field goes on past it: is its closing quote missing?)"
+                                              : "(no line break within it: is this a CSV file with line breaks?)"))
             }
             let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity * 2)
             larger.update(from: buffer, count: dataEnd)

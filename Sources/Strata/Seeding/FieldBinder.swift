@@ -1,7 +1,10 @@
 /// How one CSV column is converted, and whether the table refuses NULL in it.
 struct FieldPlan {
     let kind: ValueKind
+    /// NULL is refused: a NOT NULL column, or a key column rows are matched by.
     let isNotNull: Bool
+    /// A key column of a mode that matches rows by key (worded differently when NULL).
+    var isKey = false
 }
 
 /// Copies of one batch's text values, kept until the batch has run so SQLite can bind them without
@@ -104,8 +107,9 @@ struct FieldBinder: ~Copyable {
         let bytes = field.hasEscapedQuotes ? reader.text(of: field) : field.bytes
         if !field.isQuoted && (bytes.isEmpty || isNullToken(bytes)) {
             guard !plan.isNotNull else {
-                throw SeedError(file: file, line: reader.recordLine, column: nil,
-                    message: "column '\(names[index])' is NOT NULL but the value is NULL (an unquoted empty field is NULL; write \"\" for an empty string)")
+                throw SeedError(file: file, line: reader.recordLine, column: nil, message: plan.isKey
+                    ? "key column '\(names[index])' is NULL; every row needs its key to be matched by (an unquoted empty field is NULL)"
+                    : "column '\(names[index])' is NOT NULL but the value is NULL (an unquoted empty field is NULL; write \"\" for an empty string)")
             }
             statement.bindNull(at: parameter)
             return

@@ -66,7 +66,7 @@ struct SeedLoader {
         var seen = Set<String>()
         for name in header {
             guard !name.isEmpty else { throw failure(reader.recordLine, "the header has an empty column name") }
-            guard seen.insert(name.lowercased()).inserted else { throw failure(reader.recordLine, "the header names '\(name)' twice") }
+            guard seen.insert(name.sqliteFolded).inserted else { throw failure(reader.recordLine, "the header names '\(name)' twice") }
             if let column = tableColumns.named(name) {
                 targets.append(column)
             } else {
@@ -77,20 +77,32 @@ struct SeedLoader {
             throw failure(reader.recordLine, "the header names \(unknown.count == 1 ? "a column" : "columns") not in table '\(step.table)': "
                           + unknown.joined(separator: ", ") + " (the table has: " + tableColumns.map(\.name).joined(separator: ", ") + ")")
         }
-        for configured in step.columns where !seen.contains(configured.name.lowercased()) {
+        for configured in step.columns where !seen.contains(configured.name.sqliteFolded) {
             throw SeedError(file: step.location.path, line: step.location.line, column: nil,
                             message: "<column name=\"\(configured.name)\"> is not in the header of \(file)")
         }
         let keyIndexes = try step.key.map { key -> Int in
-            guard let index = targets.firstIndex(where: { $0.name.lowercased() == key.lowercased() }) else {
+            guard let index = targets.firstIndex(where: { sqliteNamesEqual($0.name, key) }) else {
                 throw failure(reader.recordLine, "key column '\(key)' is not in the header")
             }
             return index
         }
-        let plans = targets.map { target in
-            FieldPlan(kind: ValueKind(column: step.columns.first { $0.name.lowercased() == target.name.lowercased() },
-                                      declaredType: target.declaredType),
-                      isNotNull: target.isNotNull)
+        // A NULL never equals anything, so a row with a NULL key would never match the row it is meant to
+        // update (a duplicate each time) and a sync would keep every stale row; key columns are refused NULL.
+        let keyMatches = step.mode == .upsert || step.mode == .sync || ((step.mode == .ignore || step.mode == .replace) && !step.key.isEmpty)
+        let plans = targets.enumerated().map { index, target in
+            let isKey = keyMatches && keyIndexes.contains(index)
+            return FieldPlan(kind: ValueKind(column: step.columns.first { sqliteNamesEqual($0.name, target.name) },
+                                             declaredType: target.declaredType),
+                             isNotNull: target.isNotNull || isKey, isKey: isKey)
+        }
+        let startedInTransaction = database.isInTransaction
+        /// SQLite may roll the whole transaction back after some errors (disk full, I/O error, out of memory,
+        /// interrupt); replaying rows after that would commit each on its own, so the seed stops instead.
+        func stopIfTransactionLost(_ error: DatabaseError, line: Int?) throws {
+            if database.transactionLost != nil || (startedInTransaction && !database.isInTransaction) {
+                throw failure(line, "SQLite rolled the transaction back after: \(error.message); nothing of this seed was kept")
+            }
         }
 
         // Rows go in batches through one multi-row INSERT: a third less time in SQLite than row by row.
@@ -101,16 +113,26 @@ struct SeedLoader {
         let single: Statement
         let batch: Statement?
         do {
-            single = try database.prepare(insertSQL(names, rows: 1))
-            batch = batchSize > 1 ? try database.prepare(insertSQL(names, rows: batchSize)) : nil
+            single = try database.prepare(insertSQL(names, rows: 1, tableColumns: tableColumns))
+            batch = batchSize > 1 ? try database.prepare(insertSQL(names, rows: batchSize, tableColumns: tableColumns)) : nil
         } catch let error as DatabaseError {
             throw failure(nil, step.key.isEmpty ? error.message
                           : "key (\(step.key.joined(separator: ", "))) must be the primary key or have a UNIQUE index: \(error.message)")
         }
         var keyInsert: Statement?
         if step.mode == .sync {
+            // Each key column keeps the table column's affinity and collation, so the delete below compares
+            // keys as the table's UNIQUE index does and can search the temporary index.
+            let definitions = try keyIndexes.enumerated().map { position, index in
+                let column = targets[index]
+                let affinity = column.affinity == .blob ? "" : " " + column.affinity.rawValue.uppercased()
+                let collation = try database.collation(of: column.name, in: step.table) ?? "BINARY"
+                return "k\(position)\(affinity) COLLATE \(quoteIdentifier(collation))"
+            }
             try database.execute("DROP TABLE IF EXISTS temp.strata_sync_keys")
-            try database.execute("CREATE TEMP TABLE strata_sync_keys (" + keyIndexes.indices.map { "k\($0)" }.joined(separator: ", ") + ")")
+            try database.execute("CREATE TEMP TABLE strata_sync_keys (" + definitions.joined(separator: ", ") + ")")
+            try database.execute("CREATE INDEX temp.strata_sync_keys_index ON strata_sync_keys ("
+                                 + keyIndexes.indices.map { "k\($0)" }.joined(separator: ", ") + ")")
             keyInsert = try database.prepare("INSERT INTO temp.strata_sync_keys VALUES (" + keyIndexes.map { _ in "?" }.joined(separator: ", ") + ")")
         }
         defer { if step.mode == .sync { try? database.execute("DROP TABLE IF EXISTS temp.strata_sync_keys") } }
@@ -124,7 +146,12 @@ struct SeedLoader {
             while done < count, try readRecord(again) {
                 if width > 1 && Self.isBlankLine(again) { continue }
                 try binder.bindRecord(again, to: single, row: 0)
-                do { try single.run() } catch let error as DatabaseError { throw rejected(again, keyIndexes, header, error) }
+                do {
+                    try single.run()
+                } catch let error as DatabaseError {
+                    try stopIfTransactionLost(error, line: again.recordLine)
+                    throw rejected(again, keyIndexes, header, error)
+                }
                 binder.ran()
                 done += 1
             }
@@ -152,6 +179,7 @@ struct SeedLoader {
                     } catch let error as DatabaseError {
                         // SQLite undid the whole statement; replaying the batch row by row finds the culprit.
                         binder.ran()
+                        try stopIfTransactionLost(error, line: batchLine)
                         try replay(from: batchOffset, line: batchLine, count: batchSize)
                         throw failure(batchLine, "rows rejected: \(error.message)")
                     }
@@ -165,6 +193,7 @@ struct SeedLoader {
                     try single.run()
                     try keyInsert?.run()
                 } catch let error as DatabaseError {
+                    try stopIfTransactionLost(error, line: reader.recordLine)
                     throw rejected(reader, keyIndexes, header, error)
                 }
                 binder.ran()
@@ -178,11 +207,12 @@ struct SeedLoader {
             try replay(from: batchOffset, line: batchLine, count: inBatch)
         }
         if step.mode == .sync {
-            let keys = keyIndexes.map { quoteIdentifier(targets[$0].name) }
-            let tuple = keys.count == 1 ? keys[0] : "(" + keys.joined(separator: ", ") + ")"
-            let selected = keyIndexes.indices.map { "k\($0)" }.joined(separator: ", ")
+            let keyNames = keyIndexes.map { targets[$0].name }
+            try refuseDeletingReferencedRows(keyNames, tableColumns, failure)
             do {
-                try database.execute("DELETE FROM \(quoteIdentifier(step.table)) WHERE \(tuple) NOT IN (SELECT \(selected) FROM temp.strata_sync_keys)")
+                // NOT EXISTS rather than NOT IN: correct by construction whatever the keys hold.
+                try database.execute("DELETE FROM \(quoteIdentifier(step.table)) WHERE NOT "
+                                     + Self.inFile(quoteIdentifier(step.table), keyNames))
             } catch let error as DatabaseError {
                 throw failure(nil, "sync could not delete rows missing from the file: \(error.message)")
             }
@@ -210,7 +240,57 @@ struct SeedLoader {
                          message: "row rejected\(key): \(error.message)")
     }
 
-    private func insertSQL(_ columns: [String], rows: Int) -> String {
+    /// `EXISTS (…)`: true when the row `alias` refers to has its key among the file's keys.
+    private static func inFile(_ alias: String, _ keyNames: [String]) -> String {
+        "EXISTS (SELECT 1 FROM temp.strata_sync_keys WHERE "
+            + keyNames.enumerated().map { "\(alias).\(quoteIdentifier($1)) = k\($0)" }.joined(separator: " AND ") + ")"
+    }
+
+    /// A sync deletes the rows missing from the file; where other rows reference one of them (a foreign key),
+    /// deleting would cascade into, null out or orphan rows of another table without a word. Refuse, naming
+    /// the rows. Rows that only rows deleted too refer to (a tree in one table) are deleted.
+    private func refuseDeletingReferencedRows(_ keyNames: [String], _ tableColumns: [ColumnInfo],
+                                              _ failure: (Int?, String) -> SeedError) throws {
+        let references = try database.query("""
+            SELECT m.name, f.id, f."from", f."to" FROM sqlite_schema AS m, pragma_foreign_key_list(m.name) AS f
+            WHERE m.type = 'table' AND f."table" = ? COLLATE NOCASE ORDER BY m.name, f.id, f.seq
+            """, [step.table]).all()
+        var groups: [(child: String, from: [String], to: [String?])] = []
+        var lastID: (String, Int)?
+        for row in references {
+            let child: String = try row.get(0), id: Int = try row.get(1)
+            if lastID.map({ $0.0 != child || $0.1 != id }) ?? true { groups.append((child, [], [])) }
+            lastID = (child, id)
+            groups[groups.count - 1].from.append(try row.get(2))
+            groups[groups.count - 1].to.append(try row.get(3))
+        }
+        let primaryKey = tableColumns.filter { $0.primaryKeyPosition > 0 }.sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
+        let parent = quoteIdentifier(step.table)
+        var found: [String] = []
+        for group in groups {
+            let parentColumns = group.to.contains(nil) ? primaryKey : group.to.compactMap { $0 }
+            guard parentColumns.count == group.from.count else { continue }
+            let join = zip(group.from, parentColumns).map { "c.\(quoteIdentifier($0)) = p.\(quoteIdentifier($1))" }
+                .joined(separator: " AND ")
+            let keys = keyNames.map { "p.\(quoteIdentifier($0))" }.joined(separator: ", ")
+            let selfReference = sqliteNamesEqual(group.child, step.table) ? " AND " + Self.inFile("c", keyNames) : ""
+            let rows = try database.query("""
+                SELECT \(keys), count(*) FROM \(parent) AS p JOIN \(quoteIdentifier(group.child)) AS c ON \(join)
+                WHERE NOT \(Self.inFile("p", keyNames))\(selfReference) GROUP BY \(keys) LIMIT 5
+                """).all()
+            for row in rows {
+                let key = keyNames.enumerated().map { "\($1) = \(row[$0])" }.joined(separator: ", ")
+                let count = row[keyNames.count]
+                found.append("\(key) (\(count) row\(count == .integer(1) ? "" : "s") in \(group.child).\(group.from.joined(separator: ", ")))")
+            }
+        }
+        guard found.isEmpty else {
+            throw failure(nil, "sync would delete rows of '\(step.table)' that other rows reference: "
+                          + found.joined(separator: "; ") + "; keep them in the file, or delete or move the referencing rows first")
+        }
+    }
+
+    private func insertSQL(_ columns: [String], rows: Int, tableColumns: [ColumnInfo]) -> String {
         let table = quoteIdentifier(step.table)
         let names = columns.map(quoteIdentifier).joined(separator: ", ")
         let tuple = "(" + columns.map { _ in "?" }.joined(separator: ", ") + ")"
@@ -221,14 +301,22 @@ struct SeedLoader {
         case .insert:
             return base
         case .replace:
-            return "REPLACE INTO \(table) (\(names)) VALUES \(values)"
+            // Not REPLACE INTO: its DELETE of the old row fires ON DELETE CASCADE / SET NULL in other tables and
+            // delete triggers. The conflicting row is overwritten in place instead: the file's columns from the
+            // file, the table's other columns their defaults (as a fresh row), its primary key kept.
+            let inFile = Set(columns.map(\.sqliteFolded))
+            let fromFile = columns.map { "\(quoteIdentifier($0)) = excluded.\(quoteIdentifier($0))" }
+            let defaults = tableColumns.filter { !inFile.contains($0.name.sqliteFolded) && $0.primaryKeyPosition == 0 }
+                .map { "\(quoteIdentifier($0.name)) = (\($0.defaultSQL ?? "NULL"))" }
+            return base + " ON CONFLICT" + (step.key.isEmpty ? "" : " (\(keys))") + " DO UPDATE SET "
+                + (fromFile + defaults).joined(separator: ", ")
         case .ignore:
             // ON CONFLICT DO NOTHING skips only uniqueness conflicts; NOT NULL and CHECK still fail loudly,
             // unlike INSERT OR IGNORE.
             return base + (step.key.isEmpty ? " ON CONFLICT DO NOTHING" : " ON CONFLICT (\(keys)) DO NOTHING")
         case .upsert, .sync:
-            let keySet = Set(step.key.map { $0.lowercased() })
-            let updates = columns.filter { !keySet.contains($0.lowercased()) }
+            let keySet = Set(step.key.map(\.sqliteFolded))
+            let updates = columns.filter { !keySet.contains($0.sqliteFolded) }
                 .map { "\(quoteIdentifier($0)) = excluded.\(quoteIdentifier($0))" }
             return base + " ON CONFLICT (\(keys)) DO " + (updates.isEmpty ? "NOTHING" : "UPDATE SET " + updates.joined(separator: ", "))
         }
