@@ -120,7 +120,7 @@ extension Database {
                     continue
                 }
                 let sql = buffer.string(from: offset, to: tailOffset)
-                try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql), at: position, beforeEach)
+                try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState), at: position, beforeEach)
                 afterEach?()
                 position.advance(over: buffer, from: offset, to: tailOffset)
                 offset = tailOffset

@@ -135,7 +135,14 @@ struct LineEndingNormalizer {
             while index < part.count { _ = scanner.nextStatement(in: part, base: offset, index: &index) }
             literals = .sql(scanner, offset: offset + part.count)
         case .csv(var inside):
-            for byte in input[start..<end] where byte == UInt8(ascii: "\"") { inside.toggle() }
+            // Quote to quote with memchr: most CSV bytes are not quotes, and this runs over every byte hashed.
+            guard let base = input.baseAddress else { return }
+            var cursor = base + start
+            let limit = base + end
+            while cursor < limit, let found = memchr(cursor, Int32(UInt8(ascii: "\"")), limit - cursor) {
+                inside.toggle()
+                cursor = UnsafePointer(found.assumingMemoryBound(to: UInt8.self)) + 1
+            }
             literals = .csv(insideQuotes: inside)
         }
     }
