@@ -103,6 +103,27 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(try project.migrator().migrate().applied, [])
     }
 
+    func testAFileRestoredAfterRepairIsAppliedNotRunAgain() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "INSERT INTO a VALUES (1);"])
+        _ = try project.migrator().migrate()
+        let moved = project.root.appendingPathComponent("2_b.sql.away")
+        try FileManager.default.moveItem(at: project.root.appendingPathComponent("sql/2_b.sql"), to: moved)
+        XCTAssertEqual(try project.migrator().repair().deleted, ["2_b.sql"])
+        try FileManager.default.moveItem(at: moved, to: project.root.appendingPathComponent("sql/2_b.sql"))
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied])
+        XCTAssertEqual(try project.migrator().plan().steps.map(\.step.id), [])
+        XCTAssertEqual(try project.migrator().migrate().applied, [])
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1, "applied once")
+
+        // A different file under the deleted name is drift, not a new step.
+        try project.file("sql/2_b.sql", "INSERT INTO a VALUES (2);")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .drifted])
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
+        XCTAssertEqual(refusals.map(\.reason), [.drift])
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1)
+    }
+
     func testOutOfOrderIsAppliedAndStrictOrderRefuses() throws {
         let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/3_c.sql": "CREATE TABLE c (x);"])
         _ = try project.migrator().migrate()

@@ -48,7 +48,9 @@ public struct Migrator {
 
     /// Every step of the manifest, and every recorded step no longer in it, with its state.
     public func status(_ options: MigrationOptions = MigrationOptions()) throws -> [StepStatus] {
-        let records = try history.all().filter { $0.state != .deleted }
+        // `deleted` records are kept: a file restored after `repair` is applied (same checksum) or drifted, never
+        // pending, or it would run twice.
+        let records = try history.all()
         var byKey: [String: HistoryRecord] = [:]
         for record in records { byKey[key(record.kind, record.identity)] = record }
         var result: [StepStatus] = []
@@ -69,7 +71,7 @@ public struct Migrator {
             }
             result.append(StepStatus(kind: step.kind, id: step.id, state: state, step: step, record: record, checksum: checksum))
         }
-        for record in records where byKey[key(record.kind, record.identity)] != nil {
+        for record in records where record.state != .deleted && byKey[key(record.kind, record.identity)] != nil {
             result.append(StepStatus(kind: record.kind, id: record.identity, state: record.isDirty ? .dirty : .missing,
                                      step: nil, record: record, checksum: nil))
         }
