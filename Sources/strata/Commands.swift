@@ -31,7 +31,14 @@ struct Commands {
     }
 
     private func databasePath(_ manifest: Manifest?) throws -> String {
-        if let path = invocation.value("database") { return path }
+        if let path = invocation.value("database") {
+            // SQLite opens "" as a temporary database and ":memory:" in memory, both gone at exit: a migrate
+            // would report success and keep nothing (an unset variable in a deploy script gives "").
+            if path.isEmpty || path == ":memory:" {
+                throw UsageError("--database '\(path)' names no database file: SQLite would use a \(path.isEmpty ? "temporary" : "in-memory") database deleted at exit; give the path of a file")
+            }
+            return path
+        }
         if let path = manifest?.databasePath { return displayPath(path) }
         throw MigrationError.noDatabase
     }
@@ -85,9 +92,14 @@ struct Commands {
     private func migrate(seedsOnly: Bool) throws -> Int32 {
         let manifest = try self.manifest()
         let path = try databasePath(manifest)
-        let database = try openForWriting(path)
         var options = try self.options
         options.includeMigrations = !seedsOnly
+        if !FileManager.default.fileExists(atPath: path) {
+            // Refuse before opening for writing creates the file: an empty database reads the same as none.
+            let refusals = try Migrator(manifest: manifest, database: try Database(.inMemory)).refusals(options)
+            guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
+        }
+        let database = try openForWriting(path)
         let command = seedsOnly ? "seed" : "migrate"
         let migrator = Migrator(manifest: manifest, database: database)
         var progress = ProgressLine(enabled: output.showsProgress)
@@ -230,6 +242,11 @@ struct Commands {
     private func schema() throws -> Int32 {
         let manifest = invocation.value("manifest") == nil ? nil : try self.manifest()
         let path = try databasePath(manifest)
+        // Unlike status and plan, an empty schema is an answer here: printing it for a file that is not there
+        // would let a review diff pass against a mistyped path.
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CommandFailure("\(path) does not exist; schema reads an existing database and creates none")
+        }
         let schema = try openForReading(path).canonicalSchema(excluding: ["strata_history"])
         if !output.json && !output.quiet { print(schema, terminator: "") }
         output.object(["command": "schema", "database": .string(path), "schema": .string(schema)])

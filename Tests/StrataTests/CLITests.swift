@@ -131,6 +131,56 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(schema.stdout, "CREATE TABLE a (x);\n\nCREATE TABLE b (x);\n\nCREATE INDEX b_x ON b (x);\n")
     }
 
+    func testADatabasePathThatNamesNoFileIsRefused() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "csv/t.csv": "x\n1\n"])
+        // "" (an unset variable in a deploy script) and ":memory:" would make SQLite use a database deleted at exit.
+        for path in ["", ":memory:"] {
+            for command in [["migrate"], ["seed"], ["baseline", "--through", "1_a.sql"], ["repair"],
+                            ["resolve", "1_a.sql", "--applied"], ["status"], ["plan"], ["check"], ["schema"]] {
+                let result = try project.strata(command + ["--database", path])
+                XCTAssertEqual(result.status, 2, "\(command) --database '\(path)': \(result.stdout)\(result.stderr)")
+                XCTAssertTrue(result.stderr.contains("--database '\(path)' names no database file"), result.stderr)
+            }
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.root.appendingPathComponent(":memory:").path))
+    }
+
+    func testCommandsThatRefuseDoNotCreateTheDatabaseFile() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "csv/t.csv": "x\n1\n"])
+        let seed = try project.strata(["seed"])
+        XCTAssertEqual(seed.status, 3, seed.stderr)
+        XCTAssertTrue(seed.stderr.contains("run 'strata migrate' first"), seed.stderr)
+        let planned = try project.strata(["migrate", "--plan-id", "0000000000000000"])
+        XCTAssertEqual(planned.status, 3, planned.stderr)
+        XCTAssertTrue(planned.stderr.contains("the plan changed"), planned.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath), "a refusal creates no database file")
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+    }
+
+    func testSchemaOfAMissingDatabaseFileFails() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let result = try runStrata(["schema", "--database", "nope.sqlite"], in: dir)
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.stdout, "")
+        XCTAssertTrue(result.stderr.contains("nope.sqlite does not exist"), result.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("nope.sqlite").path))
+    }
+
+    func testNewRefusesANameWithAControlCharacter() throws {
+        let project = try Project(self, files: ["sql/001_a.sql": "CREATE TABLE a (x);"])
+        let result = try project.strata(["new", "add\nDROP TABLE a; --"])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("control character U+000A"), result.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: project.root.appendingPathComponent("sql").path), ["001_a.sql"])
+    }
+
     func testEightProcessesApplyEachFileExactlyOnce() throws {
         var files = ["sql/000_log.sql": "CREATE TABLE log (step TEXT NOT NULL);"]
         for i in 1...12 {

@@ -287,6 +287,15 @@ final class MigrationTests: XCTestCase {
         XCTAssertThrowsError(try MigrationFile.create(named: "!!!", in: try empty.manifest()))
     }
 
+    func testNewRefusesANameWithAControlCharacter() throws {
+        let project = try Project(self, files: [:])
+        for (name, scalar) in [("a\nb", "U+000A"), ("a\rb", "U+000D"), ("a\tb", "U+0009"), ("a\u{7F}b", "U+007F"), ("a\u{85}b", "U+0085")] {
+            let error = assertThrows(MigrationError.self) { try MigrationFile.create(named: name, in: try project.manifest()) }
+            XCTAssertTrue(error?.description.contains("control character \(scalar) at position 2") ?? false, "\(String(describing: error))")
+        }
+        XCTAssertEqual(try project.manifest().migrations.count, 0, "no file created")
+    }
+
     func testLockHeldByAnotherConnectionTimesOutWithAClearMessage() throws {
         let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);"])
         let holder = try project.database()

@@ -83,6 +83,12 @@ public struct Migrator {
         try plan(options, forMigrate: false)
     }
 
+    /// What would make `migrate` refuse with these options, without counting seed rows; writes nothing. Lets a
+    /// caller refuse before creating a database file.
+    public func refusals(_ options: MigrationOptions = MigrationOptions()) throws -> [Refusal] {
+        try plan(options, forMigrate: true).refusals
+    }
+
     /// For `migrate`, seed rows are not counted and the plan id is computed only when one is expected: both would
     /// read pending files once more.
     private func plan(_ options: MigrationOptions, forMigrate: Bool) throws -> MigrationPlan {
