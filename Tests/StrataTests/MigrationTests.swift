@@ -192,6 +192,60 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
     }
 
+    /// The history row a runner leaves for a `transaction="none"` step, with `runner` naming a live process.
+    private func recordNoneStep(_ project: Project, state: String, runner: String) throws {
+        let db = try project.database()
+        try HistoryStore(database: db).create()
+        try db.execute("""
+            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner, error)
+            VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', ?, '0', ?, ?)
+            """, [state, runner, state == "failed" ? "sql/1_none.sql:1:1: no such table: t" : nil])
+    }
+
+    private var noneStepManifest: String {
+        #"<manifest version="1"><migrations directory="sql"><migration file="1_none.sql" transaction="none"/></migrations></manifest>"#
+    }
+
+    func testAFailedStepIsDirtyEvenWhenItsRunnerPIDIsAlive() throws {
+        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
+        // Our parent process is alive: pid reuse (small pids in containers) makes a live pid mean nothing.
+        try recordNoneStep(project, state: "failed", runner: "\(ProcessInfo.processInfo.hostName):\(getppid())")
+        let migrator = try project.migrator()
+        let plan = try migrator.plan()
+        XCTAssertEqual(plan.steps.map(\.step.id), [], "a failed step is not being applied")
+        XCTAssertEqual(plan.refusals.map(\.reason), [.dirty])
+        let error = assertThrows(MigrationError.self) { try migrator.migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
+        XCTAssertTrue(refusals.first?.message.contains("failed part-way") ?? false, refusals.first?.message ?? "")
+    }
+
+    func testARunningStepWithoutItsLockIsDirtyEvenWhenItsRunnerPIDIsAlive() throws {
+        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
+        try recordNoneStep(project, state: "running", runner: "\(ProcessInfo.processInfo.hostName):\(getppid())")
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
+        XCTAssertTrue(refusals.first?.message.contains("never finished") ?? false, refusals.first?.message ?? "")
+    }
+
+    func testARunningStepUnderItsLockIsWaitedForWhateverItsPID() throws {
+        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
+        // A pid that cannot exist: liveness must come from the lock, not from the pid.
+        try recordNoneStep(project, state: "running", runner: "\(ProcessInfo.processInfo.hostName):2147483000")
+        let lock = try XCTUnwrap(try StepLock.acquire(databasePath: project.databasePath, kind: .migration, id: "1_none.sql"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: StepLock.path(databasePath: project.databasePath, kind: .migration, id: "1_none.sql")))
+        XCTAssertNil(try StepLock.acquire(databasePath: project.databasePath, kind: .migration, id: "1_none.sql"),
+                     "a second open file description cannot take it, even in this process")
+        let migrator = try project.migrator()
+        XCTAssertEqual(try migrator.plan().steps.map(\.step.id), ["1_none.sql"], "being applied: listed, not refused")
+        XCTAssertEqual(try migrator.plan().refusals, [])
+        let error = assertThrows(MigrationError.self) { try migrator.migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+        guard case .lockTimeout(let message)? = error else { return XCTFail("expected to wait, got \(String(describing: error))") }
+        XCTAssertTrue(message.contains("1_none.sql is being applied by another process"), message)
+
+        lock.release()
+        XCTAssertEqual(try migrator.plan().refusals.map(\.reason), [.dirty], "the lock is gone: the runner died")
+    }
+
     func testLintRefusesTransactionBreakingStatements() throws {
         let project = try Project(self, files: [
             "sql/1_fk.sql": "CREATE TABLE a (x);\nPRAGMA foreign_keys = OFF;",

@@ -99,7 +99,7 @@ public struct Migrator {
         var steps: [PlannedStep] = []
         var pendingMigration: String?
         for status in statuses {
-            let beingApplied = status.state == .dirty && Runner.isAliveElsewhere(status.record?.runner)
+            let beingApplied = status.state == .dirty && isBeingApplied(status.record)
             guard let step = status.step, status.state == .pending || status.state == .changed || beingApplied else { continue }
             switch step {
             case .migration(let migration):
@@ -163,7 +163,7 @@ public struct Migrator {
                 return Refusal(reason: .missing, id: status.id,
                     message: "\(status.id) was applied but is no longer in the manifest; restore it, or run 'strata repair' to mark it deleted")
             case .dirty:
-                if Runner.isAliveElsewhere(status.record?.runner) { return nil }
+                if isBeingApplied(status.record) { return nil }
                 // The status may be stale: the runner could have finished and exited since it was read. Once it
                 // is gone nothing else can change the record, so a fresh read now is conclusive.
                 let fresh = try? history.record(kind: status.kind, identity: status.id)
@@ -259,6 +259,10 @@ public struct Migrator {
                                          _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let (text, checksum) = try read(migration)
         let deadline = ContinuousClock.now + options.waitTimeout
+        // Held from before the `running` row is committed until after the final row is: while the row says
+        // `running`, the lock tells whether this process is still at it. The kernel releases it if we die.
+        var lock: StepLock?
+        defer { lock?.release() }
         // Claim the step: a `running` row, committed before the file runs, marks the attempt durably.
         while true {
             let claimed: Bool
@@ -267,10 +271,18 @@ public struct Migrator {
                     try database.transaction(.immediate) { db -> Bool in
                         try history.create()
                         if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
-                            if record.isDirty && Runner.isAliveElsewhere(record.runner) { return false }
+                            if isBeingApplied(record) { return false }
                             try check(record, checksum: checksum, id: migration.id)
                             throw AppliedElsewhere()
                         }
+                        do {
+                            lock = try StepLock.acquire(databasePath: database.path, kind: .migration, id: migration.id)
+                        } catch let error as StepLockError {
+                            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path),
+                                              line: nil, column: nil, message: error.description)
+                        }
+                        // Held by another process whose `running` row is not committed yet, or was just replaced.
+                        guard lock != nil else { return false }
                         try history.write(HistoryRecord(
                             kind: .migration, identity: migration.id, checksum: checksum,
                             checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: nil,
@@ -523,6 +535,12 @@ public struct Migrator {
     }
 
     // MARK: Helpers
+
+    /// A `running` step whose runner lock is held by a live process. `failed` never is, whatever its pid.
+    private func isBeingApplied(_ record: HistoryRecord?) -> Bool {
+        guard let record, record.state == .running else { return false }
+        return StepLock.isHeld(databasePath: database.path, kind: record.kind, id: record.identity)
+    }
 
     private func isActive(_ seed: SeedStep, _ options: MigrationOptions) -> Bool {
         seed.contexts.isEmpty || !options.contexts.isDisjoint(with: seed.contexts)
