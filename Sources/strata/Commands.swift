@@ -127,9 +127,14 @@ struct Commands {
                        "alreadyApplied": .array(report.alreadyApplied.map(JSON.string)),
                        "failure": report.failure.map(Self.json) ?? .null])
         if let failure = report.failure {
-            let kept = report.applied.count
             output.error("strata \(command): \(failure)")
-            output.error("  \(failure.id) was rolled back and left no trace; \(counted(kept, "step")) applied before it stay applied.")
+            if let unfinished = report.unfinishedRollback {
+                output.error("  \(failure.id) is not fully rolled back yet: SQLite could not finish (\(unfinished)); the journal beside \(path) holds what undoes it, and the next command that opens the database (e.g. 'strata status') completes the rollback.")
+            } else {
+                output.error("  \(failure.id) was rolled back and left no trace; nothing after it ran.")
+            }
+            let others = report.appliedByOtherRuns.map { ", \($0) by other runs" } ?? ""
+            output.error("  kept: \(counted(report.applied.count, "step")) applied by this run\(others).")
             return ExitCode.stepFailed
         }
         if !report.alreadyApplied.isEmpty {

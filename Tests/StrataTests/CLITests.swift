@@ -131,6 +131,18 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(schema.stdout, "CREATE TABLE a (x);\n\nCREATE TABLE b (x);\n\nCREATE INDEX b_x ON b (x);\n")
     }
 
+    func testARerunThatFailsAtOnceSaysWhatEarlierRunsApplied() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);",
+                                                "sql/3_c.sql": "SELEC 1;"])
+        let first = try project.strata(["migrate"])
+        XCTAssertEqual(first.status, 1)
+        XCTAssertTrue(first.stderr.contains("kept: 2 steps applied by this run, 0 by other runs"), first.stderr)
+        let rerun = try project.strata(["migrate"])
+        XCTAssertEqual(rerun.status, 1)
+        XCTAssertFalse(rerun.stderr.contains("0 steps applied before it stay applied"), rerun.stderr)
+        XCTAssertTrue(rerun.stderr.contains("kept: 0 steps applied by this run, 2 by other runs"), rerun.stderr)
+    }
+
     func testADatabasePathThatNamesNoFileIsRefused() throws {
         let project = try Project(self, manifest: """
             <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>

@@ -133,6 +133,13 @@ public struct MigrationReport: Sendable, Equatable {
     public var alreadyApplied: [String] = []
     /// The step that failed; steps before it stay applied, it left no trace, and nothing after it ran.
     public var failure: StepFailure?
+    /// After a failure: SQLite's error when it could not finish rolling the failed step back (the disk is still
+    /// full, say). The journal beside the database then holds the undo, and the next connection to open the
+    /// database completes it. Nil when the rollback is complete.
+    public var unfinishedRollback: String?
+    /// After a failure: how many steps are recorded applied by other runs (earlier or concurrent), to say what
+    /// stays applied. Nil without a failure, or when history could not be read.
+    public var appliedByOtherRuns: Int?
 }
 
 /// What `repair` changed.

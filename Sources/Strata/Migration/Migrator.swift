@@ -215,10 +215,34 @@ public struct Migrator {
                 }
             } catch let failure as StepFailure {
                 report.failure = failure
+            } catch let error as DatabaseError where error.sql == "COMMIT TRANSACTION" {
+                // Statements ran, then COMMIT failed (disk full in WAL mode, I/O error): the step's failure all the same.
+                report.failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
+                                             file: displayPath(planned.step.filePath), line: nil, column: nil,
+                                             message: "COMMIT failed, the step was rolled back: \(error.message)")
+            }
+            if report.failure != nil {
+                settleAfterFailure(&report)
                 return report
             }
         }
         return report
+    }
+
+    /// After a failed step: lets SQLite finish its rollback and says whether it did, and counts the steps other
+    /// runs applied, so the report states what is left rather than assuming it.
+    private func settleAfterFailure(_ report: inout MigrationReport) {
+        // After an I/O error (a full disk) SQLite leaves the undo in the journal and rolls it back on the next
+        // read; done now, the failed run leaves no hot journal behind. If even that fails, the report says so.
+        do {
+            _ = try database.scalar("SELECT count(*) FROM sqlite_schema", as: Int.self)
+        } catch {
+            report.unfinishedRollback = (error as? DatabaseError)?.message ?? "\(error)"
+            return
+        }
+        if let records = try? history.all() {
+            report.appliedByOtherRuns = max(0, records.filter(\.isApplied).count - report.applied.count)
+        }
     }
 
     private enum StepOutcome {
