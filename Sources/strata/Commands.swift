@@ -94,13 +94,15 @@ struct Commands {
         let path = try databasePath(manifest)
         var options = try self.options
         options.includeMigrations = !seedsOnly
+        let command = seedsOnly ? "seed" : "migrate"
+        let signals = StopSignals(command: command)
+        options.cancellation = signals.cancellation
         if !FileManager.default.fileExists(atPath: path) {
             // Refuse before opening for writing creates the file: an empty database reads the same as none.
             let refusals = try Migrator(manifest: manifest, database: try Database(.inMemory)).refusals(options)
             guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
         }
         let database = try openForWriting(path)
-        let command = seedsOnly ? "seed" : "migrate"
         let migrator = Migrator(manifest: manifest, database: database)
         var progress = ProgressLine(enabled: output.showsProgress)
         let idWidth = manifest.plan.map(\.id.count).max() ?? 0
@@ -125,7 +127,15 @@ struct Commands {
         output.object(["command": .string(command), "database": .string(path),
                        "applied": .array(report.applied.map(Self.json)),
                        "alreadyApplied": .array(report.alreadyApplied.map(JSON.string)),
-                       "failure": report.failure.map(Self.json) ?? .null])
+                       "failure": report.failure.map(Self.json) ?? .null,
+                       "stoppedBy": report.cancelled ? .string(StopSignals.name(signals.received ?? SIGINT)) : .null,
+                       "notRun": .array(report.notRun.map(JSON.string))])
+        if report.cancelled {
+            let number = signals.received ?? SIGINT
+            let applied = report.applied.isEmpty ? "none" : report.applied.map(\.id).joined(separator: ", ")
+            output.error("strata \(command): stopped by \(StopSignals.name(number)): applied by this run: \(applied); not run: \(report.notRun.joined(separator: ", ")). Run 'strata \(command)' again to apply them.")
+            return 128 + number
+        }
         if let failure = report.failure {
             output.error("strata \(command): \(failure)")
             if let unfinished = report.unfinishedRollback {
@@ -253,7 +263,7 @@ struct Commands {
             throw CommandFailure("\(path) does not exist; schema reads an existing database and creates none")
         }
         let schema = try openForReading(path).canonicalSchema(excluding: ["strata_history"])
-        if !output.json && !output.quiet { print(schema, terminator: "") }
+        if !output.json && !output.quiet { StandardOutput.print(schema, terminator: "") }
         output.object(["command": "schema", "database": .string(path), "schema": .string(schema)])
         return ExitCode.success
     }
@@ -347,7 +357,7 @@ struct ProgressLine {
         let seconds = max(Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, 0.001)
         let percent = totalBytes > 0 ? bytesRead * 100 / totalBytes : 100
         let rate = Int(Double(rows) / seconds)
-        FileHandle.standardError.write(Data("\r  loading \(id): \(formatCount(rows)) rows, \(formatCount(rate)) rows/s, \(percent)%\u{1B}[K".utf8))
+        _ = StandardOutput.writeAll("\r  loading \(id): \(formatCount(rows)) rows, \(formatCount(rate)) rows/s, \(percent)%\u{1B}[K", to: STDERR_FILENO)
         shown = true
     }
 
@@ -355,13 +365,13 @@ struct ProgressLine {
     mutating func update(id: String, bytesRead: Int, totalBytes: Int) {
         guard enabled, totalBytes > 1 << 20 else { return }
         let percent = totalBytes > 0 ? bytesRead * 100 / totalBytes : 100
-        FileHandle.standardError.write(Data("\r  applying \(id): \(percent)% of \(totalBytes >> 20) MiB\u{1B}[K".utf8))
+        _ = StandardOutput.writeAll("\r  applying \(id): \(percent)% of \(totalBytes >> 20) MiB\u{1B}[K", to: STDERR_FILENO)
         shown = true
     }
 
     mutating func clear() {
         guard shown else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        _ = StandardOutput.writeAll("\r\u{1B}[K", to: STDERR_FILENO)
         shown = false
         started = nil
     }

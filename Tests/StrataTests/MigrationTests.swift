@@ -246,6 +246,26 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(try migrator.plan().refusals.map(\.reason), [.dirty], "the lock is gone: the runner died")
     }
 
+    func testCancellationStopsBetweenStepsAndNamesWhatDidNotRun() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);",
+                                                "sql/3_c.sql": "CREATE TABLE c (x);"])
+        let cancellation = MigrationCancellation()
+        // Cancelled while step 1 runs (its start event): it finishes and is recorded, nothing after it starts.
+        let report = try project.migrator().migrate(MigrationOptions(cancellation: cancellation)) { event in
+            if case .started(let step, _) = event, step.id == "1_a.sql" { cancellation.cancel() }
+        }
+        XCTAssertTrue(report.cancelled)
+        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
+        XCTAssertEqual(report.notRun, ["2_b.sql", "3_c.sql"])
+        XCTAssertNil(report.failure)
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .pending, .pending])
+
+        let again = try project.migrator().migrate(MigrationOptions(cancellation: cancellation))
+        XCTAssertEqual(again.applied, [], "already cancelled: nothing starts")
+        XCTAssertEqual(again.notRun, ["2_b.sql", "3_c.sql"])
+        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql", "3_c.sql"])
+    }
+
     func testLintRefusesTransactionBreakingStatements() throws {
         let project = try Project(self, files: [
             "sql/1_fk.sql": "CREATE TABLE a (x);\nPRAGMA foreign_keys = OFF;",

@@ -12,15 +12,19 @@ public struct MigrationOptions: Sendable, Equatable {
     public var waitTimeout: Duration
     /// The `MigrationPlan.id` a human reviewed: `migrate` refuses when the plan is no longer the same.
     public var expectedPlanID: String?
+    /// Checked between steps: once cancelled, `migrate` stops after the current step (see `MigrationCancellation`).
+    public var cancellation: MigrationCancellation?
 
     public init(contexts: Set<String> = [], strictOrder: Bool = false, includeMigrations: Bool = true,
-                includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60), expectedPlanID: String? = nil) {
+                includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60), expectedPlanID: String? = nil,
+                cancellation: MigrationCancellation? = nil) {
         self.contexts = contexts
         self.strictOrder = strictOrder
         self.includeMigrations = includeMigrations
         self.includeSeeds = includeSeeds
         self.waitTimeout = waitTimeout
         self.expectedPlanID = expectedPlanID
+        self.cancellation = cancellation
     }
 }
 
@@ -140,6 +144,10 @@ public struct MigrationReport: Sendable, Equatable {
     /// After a failure: how many steps are recorded applied by other runs (earlier or concurrent), to say what
     /// stays applied. Nil without a failure, or when history could not be read.
     public var appliedByOtherRuns: Int?
+    /// The run stopped early because `MigrationOptions.cancellation` was cancelled.
+    public var cancelled = false
+    /// When cancelled: the steps of the plan that did not run, in plan order.
+    public var notRun: [String] = []
 }
 
 /// What `repair` changed.

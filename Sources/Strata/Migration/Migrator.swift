@@ -191,7 +191,13 @@ public struct Migrator {
         let plan = try plan(options, forMigrate: true)
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
         var report = MigrationReport()
-        for planned in plan.steps {
+        for (index, planned) in plan.steps.enumerated() {
+            // Between steps only: a step is finished or rolled back, never abandoned half-way.
+            if options.cancellation?.isCancelled == true {
+                report.cancelled = true
+                report.notRun = plan.steps[index...].map(\.step.id)
+                return report
+            }
             progress?(.started(planned.step, planned.reason))
             do {
                 let started = ContinuousClock.now
@@ -215,6 +221,10 @@ public struct Migrator {
                 }
             } catch let failure as StepFailure {
                 report.failure = failure
+            } catch is Cancelled {
+                report.cancelled = true
+                report.notRun = plan.steps[index...].map(\.step.id)
+                return report
             } catch let error as DatabaseError where error.sql == "COMMIT TRANSACTION" {
                 // Statements ran, then COMMIT failed (disk full in WAL mode, I/O error): the step's failure all the same.
                 report.failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
@@ -252,6 +262,9 @@ public struct Migrator {
 
     /// Thrown inside a transaction to roll it back without error when another process got there first.
     private struct AppliedElsewhere: Error {}
+
+    /// Thrown while waiting for another process's step once the run is cancelled; nothing was claimed.
+    private struct Cancelled: Error {}
 
     private func applyInTransaction(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let (text, checksum) = try read(migration)
@@ -324,6 +337,7 @@ public struct Migrator {
             }
             progress?(.waiting("\(migration.id) is being applied by another process; waiting"))
             Thread.sleep(forTimeInterval: 0.2)
+            if options.cancellation?.isCancelled == true { throw Cancelled() }
         }
 
         let started = ContinuousClock.now
