@@ -61,7 +61,8 @@ enum CLI {
               --help               help for the command
 
             Exit codes: 0 success or nothing to do, 1 a step failed, 2 usage error,
-                        3 drift, dirty state or validation failure.
+                        3 drift, dirty state or validation failure,
+                        130/143 stopped by SIGINT/SIGTERM between steps.
             Run 'strata <command> --help' for a command's options.
             """
         return text
