@@ -4,6 +4,12 @@ struct UsageError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// A command that cannot do what was asked for a reason that is not a usage mistake; exit 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// What one command accepts: options taking a value, bare flags, and positional arguments.
 struct CommandSpec {
     let name: String

@@ -61,7 +61,8 @@ enum CLI {
               --help               help for the command
 
             Exit codes: 0 success or nothing to do, 1 a step failed, 2 usage error,
-                        3 drift, dirty state or validation failure.
+                        3 drift, dirty state or validation failure,
+                        130/143 stopped by SIGINT/SIGTERM between steps.
             Run 'strata <command> --help' for a command's options.
             """
         return text
@@ -74,10 +75,10 @@ enum CLI {
         }
         switch first {
         case "--help", "-h", "help":
-            print(usage)
+            StandardOutput.print(usage)
             return ExitCode.success
         case "--version", "version":
-            print("strata \(Strata.version)")
+            StandardOutput.print("strata \(Strata.version)")
             return ExitCode.success
         default:
             break
@@ -90,7 +91,7 @@ enum CLI {
         do {
             let invocation = try Invocation.parse(Array(arguments.dropFirst()), spec: spec)
             if invocation.has("help") {
-                print("Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)")
+                StandardOutput.print("Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)")
                 return ExitCode.success
             }
             let commandOutput = Output(invocation)
@@ -123,6 +124,51 @@ enum CLI {
     }
 }
 
+extension CLI {
+    /// Turns a failed write to stdout (closed pipe, full disk) into exit 1, reported after the command has run.
+    static func finishOutput(_ code: Int32, command: String) -> Int32 {
+        guard let error = StandardOutput.firstError else { return code }
+        printError("strata \(command): could not write to standard output (\(String(cString: strerror(error)))); the command itself ran to its end")
+        return code == ExitCode.success ? ExitCode.stepFailed : code
+    }
+}
+
+/// Writes a line to stderr; a failed write (stderr closed or full) is dropped, as there is nowhere to report it.
 func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    _ = StandardOutput.writeAll(text + "\n", to: STDERR_FILENO)
+}
+
+/// Everything the command prints goes through here, unbuffered, so a failed write is seen and remembered instead
+/// of being lost in a stdio buffer at exit (or killing the process with SIGPIPE, which main ignores).
+enum StandardOutput {
+    private static let state = FirstError()
+
+    /// The errno of the first failed write to stdout, if any.
+    static var firstError: Int32? { state.value }
+
+    /// Writes `text` to stdout.
+    static func print(_ text: String, terminator: String = "\n") {
+        if let error = writeAll(text + terminator, to: STDOUT_FILENO) { state.record(error) }
+    }
+
+    /// Writes all of `text` to `descriptor`; returns errno when a write fails.
+    static func writeAll(_ text: String, to descriptor: Int32) -> Int32? {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            bytes = bytes.dropFirst(written)
+        }
+        return nil
+    }
+
+    private final class FirstError: @unchecked Sendable {
+        private let lock = NSLock()
+        private var error: Int32?
+        var value: Int32? { lock.withLock { error } }
+        func record(_ code: Int32) { lock.withLock { if error == nil { error = code } } }
+    }
 }

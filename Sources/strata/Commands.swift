@@ -31,7 +31,14 @@ struct Commands {
     }
 
     private func databasePath(_ manifest: Manifest?) throws -> String {
-        if let path = invocation.value("database") { return path }
+        if let path = invocation.value("database") {
+            // SQLite opens "" as a temporary database and ":memory:" in memory, both gone at exit: a migrate
+            // would report success and keep nothing (an unset variable in a deploy script gives "").
+            if path.isEmpty || path == ":memory:" {
+                throw UsageError("--database '\(path)' names no database file: SQLite would use a \(path.isEmpty ? "temporary" : "in-memory") database deleted at exit; give the path of a file")
+            }
+            return path
+        }
         if let path = manifest?.databasePath { return displayPath(path) }
         throw MigrationError.noDatabase
     }
@@ -85,10 +92,17 @@ struct Commands {
     private func migrate(seedsOnly: Bool) throws -> Int32 {
         let manifest = try self.manifest()
         let path = try databasePath(manifest)
-        let database = try openForWriting(path)
         var options = try self.options
         options.includeMigrations = !seedsOnly
         let command = seedsOnly ? "seed" : "migrate"
+        let signals = StopSignals(command: command)
+        options.cancellation = signals.cancellation
+        if !FileManager.default.fileExists(atPath: path) {
+            // Refuse before opening for writing creates the file: an empty database reads the same as none.
+            let refusals = try Migrator(manifest: manifest, database: try Database(.inMemory)).refusals(options)
+            guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
+        }
+        let database = try openForWriting(path)
         let migrator = Migrator(manifest: manifest, database: database)
         var progress = ProgressLine(enabled: output.showsProgress)
         let idWidth = manifest.plan.map(\.id.count).max() ?? 0
@@ -113,16 +127,26 @@ struct Commands {
         output.object(["command": .string(command), "database": .string(path),
                        "applied": .array(report.applied.map(Self.json)),
                        "alreadyApplied": .array(report.alreadyApplied.map(JSON.string)),
-                       "failure": report.failure.map(Self.json) ?? .null])
+                       "failure": report.failure.map(Self.json) ?? .null,
+                       "stoppedBy": report.cancelled ? .string(StopSignals.name(signals.received ?? SIGINT)) : .null,
+                       "notRun": .array(report.notRun.map(JSON.string))])
+        if report.cancelled {
+            let number = signals.received ?? SIGINT
+            let applied = report.applied.isEmpty ? "none" : report.applied.map(\.id).joined(separator: ", ")
+            output.error("strata \(command): stopped by \(StopSignals.name(number)): applied by this run: \(applied); not run: \(report.notRun.joined(separator: ", ")). Run 'strata \(command)' again to apply them.")
+            return 128 + number
+        }
         if let failure = report.failure {
-            let kept = report.applied.count
             output.error("strata \(command): \(failure)")
-            switch failure.aftermath {
-            case .rolledBack:
-                output.error("  \(failure.id) was rolled back and left no trace; \(counted(kept, "step")) applied before it stay applied.")
-            case .partlyApplied:
-                output.error("  \(failure.id) ran outside a transaction and stopped part-way, as said above; \(counted(kept, "step")) applied before it stay applied.")
+            if let unfinished = report.unfinishedRollback {
+                output.error("  \(failure.id) is not fully rolled back yet: SQLite could not finish (\(unfinished)); the journal beside \(path) holds what undoes it, and the next command that opens the database (e.g. 'strata status') completes the rollback.")
+            } else if case .partlyApplied = failure.aftermath {
+                output.error("  \(failure.id) ran outside a transaction and stopped part-way, as said above; nothing after it ran.")
+            } else {
+                output.error("  \(failure.id) was rolled back and left no trace; nothing after it ran.")
             }
+            let others = report.appliedByOtherRuns.map { ", \($0) by other runs" } ?? ""
+            output.error("  kept: \(counted(report.applied.count, "step")) applied by this run\(others).")
             return ExitCode.stepFailed
         }
         if !report.alreadyApplied.isEmpty {
@@ -235,8 +259,13 @@ struct Commands {
     private func schema() throws -> Int32 {
         let manifest = invocation.value("manifest") == nil ? nil : try self.manifest()
         let path = try databasePath(manifest)
+        // Unlike status and plan, an empty schema is an answer here: printing it for a file that is not there
+        // would let a review diff pass against a mistyped path.
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CommandFailure("\(path) does not exist; schema reads an existing database and creates none")
+        }
         let schema = try openForReading(path).canonicalSchema(excluding: ["strata_history"])
-        if !output.json && !output.quiet { print(schema, terminator: "") }
+        if !output.json && !output.quiet { StandardOutput.print(schema, terminator: "") }
         output.object(["command": "schema", "database": .string(path), "schema": .string(schema)])
         return ExitCode.success
     }
@@ -339,7 +368,7 @@ struct ProgressLine {
         let seconds = max(Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, 0.001)
         let percent = totalBytes > 0 ? bytesRead * 100 / totalBytes : 100
         let rate = Int(Double(rows) / seconds)
-        FileHandle.standardError.write(Data("\r  loading \(id): \(formatCount(rows)) rows, \(formatCount(rate)) rows/s, \(percent)%\u{1B}[K".utf8))
+        _ = StandardOutput.writeAll("\r  loading \(id): \(formatCount(rows)) rows, \(formatCount(rate)) rows/s, \(percent)%\u{1B}[K", to: STDERR_FILENO)
         shown = true
     }
 
@@ -347,13 +376,13 @@ struct ProgressLine {
     mutating func update(id: String, bytesRead: Int, totalBytes: Int) {
         guard enabled, totalBytes > 1 << 20 else { return }
         let percent = totalBytes > 0 ? bytesRead * 100 / totalBytes : 100
-        FileHandle.standardError.write(Data("\r  applying \(id): \(percent)% of \(totalBytes >> 20) MiB\u{1B}[K".utf8))
+        _ = StandardOutput.writeAll("\r  applying \(id): \(percent)% of \(totalBytes >> 20) MiB\u{1B}[K", to: STDERR_FILENO)
         shown = true
     }
 
     mutating func clear() {
         guard shown else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        _ = StandardOutput.writeAll("\r\u{1B}[K", to: STDERR_FILENO)
         shown = false
         started = nil
     }

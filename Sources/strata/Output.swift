@@ -13,13 +13,13 @@ struct Output {
     /// Normal text output (suppressed by --quiet and by --format json).
     func line(_ text: String) {
         guard !json && !quiet else { return }
-        print(text)
+        StandardOutput.print(text)
     }
 
     /// The single JSON object of a command (printed even with --quiet, which silences only text).
     func object(_ value: JSON) {
         guard json else { return }
-        print(value.rendered)
+        StandardOutput.print(value.rendered)
     }
 
     /// A message for a human on stderr, e.g. an out-of-order note; suppressed by --quiet.

@@ -9,5 +9,8 @@ enum ExitCode {
     static let refused: Int32 = 3
 }
 
+// A closed pipe (`strata migrate | head -1`) must not kill a run between steps: writes fail with EPIPE instead,
+// and the failure is reported once the command has finished.
+signal(SIGPIPE, SIG_IGN)
 let arguments = Array(CommandLine.arguments.dropFirst())
-exit(CLI.run(arguments))
+exit(CLI.finishOutput(CLI.run(arguments), command: arguments.first ?? ""))

@@ -153,6 +153,177 @@ final class CLITests: XCTestCase {
         }
     }
 
+    func testARerunThatFailsAtOnceSaysWhatEarlierRunsApplied() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);",
+                                                "sql/3_c.sql": "SELEC 1;"])
+        let first = try project.strata(["migrate"])
+        XCTAssertEqual(first.status, 1)
+        XCTAssertTrue(first.stderr.contains("kept: 2 steps applied by this run, 0 by other runs"), first.stderr)
+        let rerun = try project.strata(["migrate"])
+        XCTAssertEqual(rerun.status, 1)
+        XCTAssertFalse(rerun.stderr.contains("0 steps applied before it stay applied"), rerun.stderr)
+        XCTAssertTrue(rerun.stderr.contains("kept: 0 steps applied by this run, 2 by other runs"), rerun.stderr)
+    }
+
+    func testADatabasePathThatNamesNoFileIsRefused() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "csv/t.csv": "x\n1\n"])
+        // "" (an unset variable in a deploy script) and ":memory:" would make SQLite use a database deleted at exit.
+        for path in ["", ":memory:"] {
+            for command in [["migrate"], ["seed"], ["baseline", "--through", "1_a.sql"], ["repair"],
+                            ["resolve", "1_a.sql", "--applied"], ["status"], ["plan"], ["check"], ["schema"]] {
+                let result = try project.strata(command + ["--database", path])
+                XCTAssertEqual(result.status, 2, "\(command) --database '\(path)': \(result.stdout)\(result.stderr)")
+                XCTAssertTrue(result.stderr.contains("--database '\(path)' names no database file"), result.stderr)
+            }
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.root.appendingPathComponent(":memory:").path))
+    }
+
+    func testCommandsThatRefuseDoNotCreateTheDatabaseFile() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "csv/t.csv": "x\n1\n"])
+        let seed = try project.strata(["seed"])
+        XCTAssertEqual(seed.status, 3, seed.stderr)
+        XCTAssertTrue(seed.stderr.contains("run 'strata migrate' first"), seed.stderr)
+        let planned = try project.strata(["migrate", "--plan-id", "0000000000000000"])
+        XCTAssertEqual(planned.status, 3, planned.stderr)
+        XCTAssertTrue(planned.stderr.contains("the plan changed"), planned.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath), "a refusal creates no database file")
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+    }
+
+    func testSchemaOfAMissingDatabaseFileFails() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let result = try runStrata(["schema", "--database", "nope.sqlite"], in: dir)
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.stdout, "")
+        XCTAssertTrue(result.stderr.contains("nope.sqlite does not exist"), result.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("nope.sqlite").path))
+    }
+
+    func testNewRefusesANameWithAControlCharacter() throws {
+        let project = try Project(self, files: ["sql/001_a.sql": "CREATE TABLE a (x);"])
+        let result = try project.strata(["new", "add\nDROP TABLE a; --"])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("control character U+000A"), result.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: project.root.appendingPathComponent("sql").path), ["001_a.sql"])
+    }
+
+    private func manySteps(_ count: Int) throws -> Project {
+        var files: [String: String] = [:]
+        for i in 1...count { files[String(format: "sql/%03d_t.sql", i)] = "CREATE TABLE t\(i) (x);" }
+        return try Project(self, files: files)
+    }
+
+    private func migrate(_ project: Project, stdout: FileHandle) throws -> (Process, CommandResult) {
+        let process = Process()
+        process.executableURL = try strataExecutable()
+        process.arguments = ["migrate", "--manifest", project.manifestPath]
+        process.currentDirectoryURL = project.root
+        let errors = Pipe()
+        process.standardOutput = stdout
+        process.standardError = errors
+        try process.run()
+        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process, CommandResult(status: process.terminationStatus, stdout: "", stderr: String(decoding: stderr, as: UTF8.self)))
+    }
+
+    func testAClosedOutputPipeDoesNotStopTheRunAndExitsOne() throws {
+        let project = try manySteps(300)
+        let pipe = Pipe()
+        try pipe.fileHandleForReading.close() // like `| head -1` once head has gone: every write fails with EPIPE
+        let (process, result) = try migrate(project, stdout: pipe.fileHandleForWriting)
+        XCTAssertEqual(process.terminationReason, .exit, "not killed by SIGPIPE")
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertTrue(result.stderr.contains("could not write to standard output (Broken pipe)"), result.stderr)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM strata_history", as: Int.self), 300, "the run finished")
+    }
+
+    func testOutputToAFullDeviceIsAnError() throws {
+        let project = try manySteps(3)
+        let full = try XCTUnwrap(FileHandle(forWritingAtPath: "/dev/full"))
+        let (_, result) = try migrate(project, stdout: full)
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertTrue(result.stderr.contains("could not write to standard output (No space left on device)"), result.stderr)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM strata_history", as: Int.self), 3)
+
+        // Errors to a full stderr are lost, but the command still ends with its own exit code.
+        let process = Process()
+        process.executableURL = try strataExecutable()
+        process.arguments = ["migrate", "--manifest", "no-such-manifest.xml"]
+        process.currentDirectoryURL = project.root
+        process.standardError = full
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .exit)
+        XCTAssertEqual(process.terminationStatus, 3)
+    }
+
+    func testSIGINTFinishesTheCurrentStepThenStops() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);",
+                                                "sql/3_c.sql": "CREATE TABLE c (x);"])
+        // A reader holds the database open, so the first step's COMMIT waits (rollback journal: a writer needs the
+        // readers gone to commit). That pins the run inside step 1 while the signal arrives.
+        let reader = try project.database()
+        try reader.execute("CREATE TABLE pre (x)")
+        try reader.execute("BEGIN")
+        XCTAssertEqual(try reader.scalar("SELECT count(*) FROM pre", as: Int.self), 0)
+        let (process, _, err) = try startStrata(["migrate", "--manifest", project.manifestPath], in: project.root)
+        let stderr = PipeWatcher(err)
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning && Date() < deadline && !FileManager.default.fileExists(atPath: project.databasePath + "-journal") {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        kill(process.processIdentifier, SIGINT)
+        XCTAssertTrue(stderr.wait(for: "SIGINT received", from: process), stderr.text)
+        try reader.execute("COMMIT")
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .exit)
+        XCTAssertEqual(process.terminationStatus, 130, stderr.text)
+        XCTAssertTrue(stderr.wait(for: "stopped by SIGINT: applied by this run: 1_a.sql; not run: 2_b.sql, 3_c.sql", from: process), stderr.text)
+        let db = try project.database()
+        XCTAssertEqual(try db.query("SELECT identity FROM strata_history").all().map { $0[0] }, [.text("1_a.sql")],
+                       "the current step finished and was recorded")
+        XCTAssertTrue(try db.tableExists("a"))
+        XCTAssertFalse(try db.tableExists("b"))
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0, "the next run applies the rest")
+    }
+
+    func testSIGTERMWhileWaitingForAnotherRunnerStopsWithoutClaimingTheStep() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/>
+              <migrations directory="sql"><migration file="2_none.sql" transaction="none"/></migrations></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_none.sql": "CREATE TABLE b (x);", "sql/3_c.sql": "CREATE TABLE c (x);"])
+        // This process plays a live runner of 2_none.sql: its row says running and it holds the step's lock.
+        let db = try project.database()
+        try HistoryStore(database: db).create()
+        try db.execute("""
+            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner)
+            VALUES ('migration', '2_none.sql', 'x', 1, '2026-01-01T00:00:00Z', 'running', '0', 'elsewhere:1')
+            """)
+        let lock = try XCTUnwrap(try StepLock.acquire(databasePath: project.databasePath, kind: .migration, id: "2_none.sql"))
+        defer { lock.release() }
+        let (process, _, err) = try startStrata(["migrate", "--manifest", project.manifestPath], in: project.root)
+        let stderr = PipeWatcher(err)
+        XCTAssertTrue(stderr.wait(for: "2_none.sql is being applied by another process; waiting", from: process), stderr.text)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .exit)
+        XCTAssertEqual(process.terminationStatus, 143, stderr.text)
+        XCTAssertTrue(stderr.wait(for: "stopped by SIGTERM: applied by this run: 1_a.sql; not run: 2_none.sql, 3_c.sql", from: process), stderr.text)
+        XCTAssertEqual(try db.scalar("SELECT state FROM strata_history WHERE identity = '2_none.sql'", as: String.self), "running")
+        XCTAssertEqual(try db.scalar("SELECT runner FROM strata_history WHERE identity = '2_none.sql'", as: String.self), "elsewhere:1")
+        XCTAssertFalse(try db.tableExists("c"))
+    }
+
     func testEightProcessesApplyEachFileExactlyOnce() throws {
         var files = ["sql/000_log.sql": "CREATE TABLE log (step TEXT NOT NULL);"]
         for i in 1...12 {

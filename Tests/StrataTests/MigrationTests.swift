@@ -103,6 +103,27 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(try project.migrator().migrate().applied, [])
     }
 
+    func testAFileRestoredAfterRepairIsAppliedNotRunAgain() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "INSERT INTO a VALUES (1);"])
+        _ = try project.migrator().migrate()
+        let moved = project.root.appendingPathComponent("2_b.sql.away")
+        try FileManager.default.moveItem(at: project.root.appendingPathComponent("sql/2_b.sql"), to: moved)
+        XCTAssertEqual(try project.migrator().repair().deleted, ["2_b.sql"])
+        try FileManager.default.moveItem(at: moved, to: project.root.appendingPathComponent("sql/2_b.sql"))
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied])
+        XCTAssertEqual(try project.migrator().plan().steps.map(\.step.id), [])
+        XCTAssertEqual(try project.migrator().migrate().applied, [])
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1, "applied once")
+
+        // A different file under the deleted name is drift, not a new step.
+        try project.file("sql/2_b.sql", "INSERT INTO a VALUES (2);")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .drifted])
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
+        XCTAssertEqual(refusals.map(\.reason), [.drift])
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1)
+    }
+
     func testOutOfOrderIsAppliedAndStrictOrderRefuses() throws {
         let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/3_c.sql": "CREATE TABLE c (x);"])
         _ = try project.migrator().migrate()
@@ -169,6 +190,80 @@ final class MigrationTests: XCTestCase {
         XCTAssertTrue(error?.description.contains("never finished") ?? false, "\(String(describing: error))")
         try project.migrator().resolve("1_none.sql", as: .applied)
         XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+    }
+
+    /// The history row a runner leaves for a `transaction="none"` step, with `runner` naming a live process.
+    private func recordNoneStep(_ project: Project, state: String, runner: String) throws {
+        let db = try project.database()
+        try HistoryStore(database: db).create()
+        try db.execute("""
+            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner, error)
+            VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', ?, '0', ?, ?)
+            """, [state, runner, state == "failed" ? "sql/1_none.sql:1:1: no such table: t" : nil])
+    }
+
+    private var noneStepManifest: String {
+        #"<manifest version="1"><migrations directory="sql"><migration file="1_none.sql" transaction="none"/></migrations></manifest>"#
+    }
+
+    func testAFailedStepIsDirtyEvenWhenItsRunnerPIDIsAlive() throws {
+        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
+        // Our parent process is alive: pid reuse (small pids in containers) makes a live pid mean nothing.
+        try recordNoneStep(project, state: "failed", runner: "\(ProcessInfo.processInfo.hostName):\(getppid())")
+        let migrator = try project.migrator()
+        let plan = try migrator.plan()
+        XCTAssertEqual(plan.steps.map(\.step.id), [], "a failed step is not being applied")
+        XCTAssertEqual(plan.refusals.map(\.reason), [.dirty])
+        let error = assertThrows(MigrationError.self) { try migrator.migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
+        XCTAssertTrue(refusals.first?.message.contains("failed part-way") ?? false, refusals.first?.message ?? "")
+    }
+
+    func testARunningStepWithoutItsLockIsDirtyEvenWhenItsRunnerPIDIsAlive() throws {
+        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
+        try recordNoneStep(project, state: "running", runner: "\(ProcessInfo.processInfo.hostName):\(getppid())")
+        let error = assertThrows(MigrationError.self) { try project.migrator().migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
+        XCTAssertTrue(refusals.first?.message.contains("never finished") ?? false, refusals.first?.message ?? "")
+    }
+
+    func testARunningStepUnderItsLockIsWaitedForWhateverItsPID() throws {
+        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
+        // A pid that cannot exist: liveness must come from the lock, not from the pid.
+        try recordNoneStep(project, state: "running", runner: "\(ProcessInfo.processInfo.hostName):2147483000")
+        let lock = try XCTUnwrap(try StepLock.acquire(databasePath: project.databasePath, kind: .migration, id: "1_none.sql"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: StepLock.path(databasePath: project.databasePath, kind: .migration, id: "1_none.sql")))
+        XCTAssertNil(try StepLock.acquire(databasePath: project.databasePath, kind: .migration, id: "1_none.sql"),
+                     "a second open file description cannot take it, even in this process")
+        let migrator = try project.migrator()
+        XCTAssertEqual(try migrator.plan().steps.map(\.step.id), ["1_none.sql"], "being applied: listed, not refused")
+        XCTAssertEqual(try migrator.plan().refusals, [])
+        let error = assertThrows(MigrationError.self) { try migrator.migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+        guard case .lockTimeout(let message)? = error else { return XCTFail("expected to wait, got \(String(describing: error))") }
+        XCTAssertTrue(message.contains("1_none.sql is being applied by another process"), message)
+
+        lock.release()
+        XCTAssertEqual(try migrator.plan().refusals.map(\.reason), [.dirty], "the lock is gone: the runner died")
+    }
+
+    func testCancellationStopsBetweenStepsAndNamesWhatDidNotRun() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);",
+                                                "sql/3_c.sql": "CREATE TABLE c (x);"])
+        let cancellation = MigrationCancellation()
+        // Cancelled while step 1 runs (its start event): it finishes and is recorded, nothing after it starts.
+        let report = try project.migrator().migrate(MigrationOptions(cancellation: cancellation)) { event in
+            if case .started(let step, _) = event, step.id == "1_a.sql" { cancellation.cancel() }
+        }
+        XCTAssertTrue(report.cancelled)
+        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
+        XCTAssertEqual(report.notRun, ["2_b.sql", "3_c.sql"])
+        XCTAssertNil(report.failure)
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .pending, .pending])
+
+        let again = try project.migrator().migrate(MigrationOptions(cancellation: cancellation))
+        XCTAssertEqual(again.applied, [], "already cancelled: nothing starts")
+        XCTAssertEqual(again.notRun, ["2_b.sql", "3_c.sql"])
+        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql", "3_c.sql"])
     }
 
     func testLintRefusesTransactionBreakingStatements() throws {
@@ -264,6 +359,15 @@ final class MigrationTests: XCTestCase {
         let empty = try Project(self, files: [:])
         XCTAssertEqual((try MigrationFile.create(named: "init", in: try empty.manifest()) as NSString).lastPathComponent, "001_init.sql")
         XCTAssertThrowsError(try MigrationFile.create(named: "!!!", in: try empty.manifest()))
+    }
+
+    func testNewRefusesANameWithAControlCharacter() throws {
+        let project = try Project(self, files: [:])
+        for (name, scalar) in [("a\nb", "U+000A"), ("a\rb", "U+000D"), ("a\tb", "U+0009"), ("a\u{7F}b", "U+007F"), ("a\u{85}b", "U+0085")] {
+            let error = assertThrows(MigrationError.self) { try MigrationFile.create(named: name, in: try project.manifest()) }
+            XCTAssertTrue(error?.description.contains("control character \(scalar) at position 2") ?? false, "\(String(describing: error))")
+        }
+        XCTAssertEqual(try project.manifest().migrations.count, 0, "no file created")
     }
 
     func testLockHeldByAnotherConnectionTimesOutWithAClearMessage() throws {

@@ -106,3 +106,34 @@ struct Project {
         try runStrata(arguments + ["--manifest", manifestPath], in: root)
     }
 }
+
+/// Collects what a process writes to a pipe as it arrives, so a test waits for a line, not for a delay.
+final class PipeWatcher: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+
+    init(_ pipe: Pipe) {
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let chunk = handle.availableData
+            if chunk.isEmpty { handle.readabilityHandler = nil }
+            self?.lock.withLock { self?.data.append(chunk) }
+        }
+    }
+
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+
+    /// True once the text contains `needle`; false if `process` ends without it or `timeout` (a guard) passes.
+    func wait(for needle: String, from process: Process, timeout: TimeInterval = 60) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if text.contains(needle) { return true }
+            if !process.isRunning {
+                process.waitUntilExit()
+                Thread.sleep(forTimeInterval: 0.05) // let the handler deliver what was written before the exit
+                return text.contains(needle)
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return false
+    }
+}

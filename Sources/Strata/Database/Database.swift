@@ -18,7 +18,8 @@ public final class Database {
 
     /// How a connection is opened.
     public struct Configuration: Sendable, Equatable {
-        /// Open without write access; writes fail with `SQLITE_READONLY`.
+        /// Open without write access; writes fail with `SQLITE_READONLY`. A hot journal left by a writer that
+        /// stopped mid-transaction is still rolled back (SQLite must, before anything can be read).
         public var readOnly = false
         /// How long to wait for another connection's lock before failing with `SQLITE_BUSY`.
         public var busyTimeout: Duration = .seconds(5)
@@ -59,7 +60,13 @@ public final class Database {
         // A connection is used by one thread at a time (`DatabaseQueue` serializes), so SQLite's per-call mutex
         // is pure cost; `ColumnValue` relies on its absence too.
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        flags |= configuration.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        // A read-only connection cannot roll back a hot journal (a writer killed or out of disk mid-transaction),
+        // and then every read fails with "attempt to write a readonly database". With a journal beside the file,
+        // open it writable, never creating it, and refuse writes with query_only: SQLite recovers as any writer
+        // would. (SQLite opens a file it may not write read-only; `recoverHotJournal` explains that case.)
+        let recovers = configuration.readOnly && Self.hasJournal(location)
+        flags |= configuration.readOnly ? (recovers ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY)
+            : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var connection: OpaquePointer?
         let code = sqlite3_open_v2(filename, &connection, flags, nil)
         guard code == SQLITE_OK, let connection else {
@@ -75,6 +82,7 @@ public final class Database {
         let milliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(connection, Int32(clamping: milliseconds))
         do {
+            if recovers { try recoverHotJournal() }
             if configuration.foreignKeys { try execute("PRAGMA foreign_keys = ON") }
             if configuration.walMode && !configuration.readOnly {
                 let mode = try scalar("PRAGMA journal_mode = WAL", as: String.self)
@@ -89,6 +97,22 @@ public final class Database {
     }
 
     deinit { close() }
+
+    private static func hasJournal(_ location: Location) -> Bool {
+        guard case .file(let path) = location, !path.isEmpty else { return false }
+        return FileManager.default.fileExists(atPath: path + "-journal")
+    }
+
+    /// Makes the connection read-only and lets SQLite roll back a hot journal with a first read.
+    private func recoverHotJournal() throws {
+        try execute("PRAGMA query_only = ON")
+        do {
+            _ = try scalar("SELECT count(*) FROM sqlite_schema", as: Int.self)
+        } catch let error as DatabaseError where error.resultCode == SQLITE_READONLY {
+            let path = self.path ?? "the database"
+            throw DatabaseError(code: error.extendedResultCode, message: "\(path)-journal is a hot journal: a writer stopped in the middle of a transaction, and SQLite must roll it back before the database can be read, which needs write access to \(path) and its directory; run this command once as a user who can write them (any strata command finishes the rollback)")
+        }
+    }
 
     /// Closes the connection; later calls fail with `SQLITE_MISUSE`. Called automatically when released.
     public func close() {

@@ -17,7 +17,8 @@ public struct HistoryRecord: Sendable, Equatable {
     public let state: State
     public let toolVersion: String
     public let appliedSQL: String?
-    /// `host:pid` of the process applying a step outside a transaction, to tell a live run from a crashed one.
+    /// `host:pid` of the process applying (or that failed) a step outside a transaction, for a human to read.
+    /// Whether it is still running is known from its `StepLock`, never from this pid.
     public let runner: String?
     /// The error that left a step `failed`.
     public let error: String?
@@ -108,18 +109,9 @@ struct HistoryStore {
     }
 }
 
-/// Identifies this process as `host:pid`, and tells whether such a runner is still alive.
+/// Identifies this process as `host:pid` in the `runner` column and lock files; informative only.
 enum Runner {
     static var current: String {
         "\(ProcessInfo.processInfo.hostName):\(getpid())"
-    }
-
-    /// True when `runner` names a live process on this host other than this one.
-    static func isAliveElsewhere(_ runner: String?) -> Bool {
-        guard let runner, let colon = runner.lastIndex(of: ":"), let pid = Int32(runner[runner.index(after: colon)...]) else {
-            return false
-        }
-        guard String(runner[..<colon]) == ProcessInfo.processInfo.hostName, pid != getpid() else { return false }
-        return kill(pid, 0) == 0 || errno == EPERM
     }
 }

@@ -10,6 +10,17 @@ public enum MigrationFile {
         guard let directory = manifest.migrationDirectory else {
             throw MigrationError.invalidStep("the manifest has no <migrations directory=\"…\"> to create the file in")
         }
+        // The name is copied into the file's header comment: a line break there would turn the rest into SQL.
+        for (offset, scalar) in name.unicodeScalars.enumerated() {
+            let kind: String
+            switch scalar.properties.generalCategory {
+            case .control: kind = "control character"
+            case .lineSeparator, .paragraphSeparator: kind = "line-breaking character"
+            default: continue
+            }
+            let code = String(scalar.value, radix: 16, uppercase: true)
+            throw MigrationError.invalidStep("the name \(name.debugDescription) contains the \(kind) U+\(String(repeating: "0", count: max(0, 4 - code.count)))\(code) at position \(offset + 1); a migration name is one line of printable text")
+        }
         let slug = name.lowercased().unicodeScalars
             .map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? String($0) : "_" }
             .joined()

@@ -12,15 +12,19 @@ public struct MigrationOptions: Sendable, Equatable {
     public var waitTimeout: Duration
     /// The `MigrationPlan.id` a human reviewed: `migrate` refuses when the plan is no longer the same.
     public var expectedPlanID: String?
+    /// Checked between steps: once cancelled, `migrate` stops after the current step (see `MigrationCancellation`).
+    public var cancellation: MigrationCancellation?
 
     public init(contexts: Set<String> = [], strictOrder: Bool = false, includeMigrations: Bool = true,
-                includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60), expectedPlanID: String? = nil) {
+                includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60), expectedPlanID: String? = nil,
+                cancellation: MigrationCancellation? = nil) {
         self.contexts = contexts
         self.strictOrder = strictOrder
         self.includeMigrations = includeMigrations
         self.includeSeeds = includeSeeds
         self.waitTimeout = waitTimeout
         self.expectedPlanID = expectedPlanID
+        self.cancellation = cancellation
     }
 }
 
@@ -166,6 +170,17 @@ public struct MigrationReport: Sendable, Equatable {
     public var alreadyApplied: [String] = []
     /// The step that failed; steps before it stay applied, it left no trace, and nothing after it ran.
     public var failure: StepFailure?
+    /// After a failure: SQLite's error when it could not finish rolling the failed step back (the disk is still
+    /// full, say). The journal beside the database then holds the undo, and the next connection to open the
+    /// database completes it. Nil when the rollback is complete.
+    public var unfinishedRollback: String?
+    /// After a failure: how many steps are recorded applied by other runs (earlier or concurrent), to say what
+    /// stays applied. Nil without a failure, or when history could not be read.
+    public var appliedByOtherRuns: Int?
+    /// The run stopped early because `MigrationOptions.cancellation` was cancelled.
+    public var cancelled = false
+    /// When cancelled: the steps of the plan that did not run, in plan order.
+    public var notRun: [String] = []
 }
 
 /// What `repair` changed.

@@ -49,7 +49,9 @@ public struct Migrator {
 
     /// Every step of the manifest, and every recorded step no longer in it, with its state.
     public func status(_ options: MigrationOptions = MigrationOptions()) throws -> [StepStatus] {
-        let records = try history.all().filter { $0.state != .deleted }
+        // `deleted` records are kept: a file restored after `repair` is applied (same checksum) or drifted, never
+        // pending, or it would run twice.
+        let records = try history.all()
         var byKey: [String: HistoryRecord] = [:]
         for record in records { byKey[key(record.kind, record.identity)] = record }
         var result: [StepStatus] = []
@@ -73,7 +75,7 @@ public struct Migrator {
             }
             result.append(StepStatus(kind: step.kind, id: step.id, state: state, step: step, record: record, checksum: checksum))
         }
-        for record in records where byKey[key(record.kind, record.identity)] != nil {
+        for record in records where record.state != .deleted && byKey[key(record.kind, record.identity)] != nil {
             result.append(StepStatus(kind: record.kind, id: record.identity, state: record.isDirty ? .dirty : .missing,
                                      step: nil, record: record, checksum: nil))
         }
@@ -83,6 +85,12 @@ public struct Migrator {
     /// What `migrate` would do with these options, writing nothing.
     public func plan(_ options: MigrationOptions = MigrationOptions()) throws -> MigrationPlan {
         try plan(options, forMigrate: false)
+    }
+
+    /// What would make `migrate` refuse with these options, without counting seed rows; writes nothing. Lets a
+    /// caller refuse before creating a database file.
+    public func refusals(_ options: MigrationOptions = MigrationOptions()) throws -> [Refusal] {
+        try plan(options, forMigrate: true).refusals
     }
 
     /// For `migrate`, seed rows are not counted and the plan id is computed only when one is expected: both would
@@ -95,7 +103,7 @@ public struct Migrator {
         var steps: [PlannedStep] = []
         var pendingMigration: String?
         for status in statuses {
-            let beingApplied = status.state == .dirty && Runner.isAliveElsewhere(status.record?.runner)
+            let beingApplied = status.state == .dirty && isBeingApplied(status.record)
             guard let step = status.step, status.state == .pending || status.state == .changed || beingApplied else { continue }
             switch step {
             case .migration(let migration):
@@ -159,7 +167,7 @@ public struct Migrator {
                 return Refusal(reason: .missing, id: status.id,
                     message: "\(status.id) was applied but is no longer in the manifest; restore it, or run 'strata repair' to mark it deleted")
             case .dirty:
-                if Runner.isAliveElsewhere(status.record?.runner) { return nil }
+                if isBeingApplied(status.record) { return nil }
                 // The status may be stale: the runner could have finished and exited since it was read. Once it
                 // is gone nothing else can change the record, so a fresh read now is conclusive.
                 let fresh = try? history.record(kind: status.kind, identity: status.id)
@@ -187,7 +195,13 @@ public struct Migrator {
         let plan = try plan(options, forMigrate: true)
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
         var report = MigrationReport()
-        for planned in plan.steps {
+        for (index, planned) in plan.steps.enumerated() {
+            // Between steps only: a step is finished or rolled back, never abandoned half-way.
+            if options.cancellation?.isCancelled == true {
+                report.cancelled = true
+                report.notRun = plan.steps[index...].map(\.step.id)
+                return report
+            }
             progress?(.started(planned.step, planned.reason))
             do {
                 let started = ContinuousClock.now
@@ -211,10 +225,38 @@ public struct Migrator {
                 }
             } catch let failure as StepFailure {
                 report.failure = failure
+            } catch is Cancelled {
+                report.cancelled = true
+                report.notRun = plan.steps[index...].map(\.step.id)
+                return report
+            } catch let error as DatabaseError where error.sql == "COMMIT TRANSACTION" {
+                // Statements ran, then COMMIT failed (disk full in WAL mode, I/O error): the step's failure all the same.
+                report.failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
+                                             file: displayPath(planned.step.filePath), line: nil, column: nil,
+                                             message: "COMMIT failed, the step was rolled back: \(error.message)")
+            }
+            if report.failure != nil {
+                settleAfterFailure(&report)
                 return report
             }
         }
         return report
+    }
+
+    /// After a failed step: lets SQLite finish its rollback and says whether it did, and counts the steps other
+    /// runs applied, so the report states what is left rather than assuming it.
+    private func settleAfterFailure(_ report: inout MigrationReport) {
+        // After an I/O error (a full disk) SQLite leaves the undo in the journal and rolls it back on the next
+        // read; done now, the failed run leaves no hot journal behind. If even that fails, the report says so.
+        do {
+            _ = try database.scalar("SELECT count(*) FROM sqlite_schema", as: Int.self)
+        } catch {
+            report.unfinishedRollback = (error as? DatabaseError)?.message ?? "\(error)"
+            return
+        }
+        if let records = try? history.all() {
+            report.appliedByOtherRuns = max(0, records.filter(\.isApplied).count - report.applied.count)
+        }
     }
 
     private enum StepOutcome {
@@ -224,6 +266,9 @@ public struct Migrator {
 
     /// Thrown inside a transaction to roll it back without error when another process got there first.
     private struct AppliedElsewhere: Error {}
+
+    /// Thrown while waiting for another process's step once the run is cancelled; nothing was claimed.
+    private struct Cancelled: Error {}
 
     private func applyInTransaction(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let started = ContinuousClock.now
@@ -258,6 +303,10 @@ public struct Migrator {
                                          _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let (text, checksum) = try read(migration)
         let deadline = ContinuousClock.now + options.waitTimeout
+        // Held from before the `running` row is committed until after the final row is: while the row says
+        // `running`, the lock tells whether this process is still at it. The kernel releases it if we die.
+        var lock: StepLock?
+        defer { lock?.release() }
         // Claim the step: a `running` row, committed before the file runs, marks the attempt durably.
         while true {
             let claimed: Bool
@@ -266,11 +315,19 @@ public struct Migrator {
                     try database.transaction(.immediate) { db -> Bool in
                         try history.create()
                         if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
-                            if record.isDirty && Runner.isAliveElsewhere(record.runner) { return false }
+                            if isBeingApplied(record) { return false }
                             try check(record, checksum: record.checksumVersion == Checksum.algorithmVersion ? checksum
                                       : fileChecksum(migration, version: record.checksumVersion), id: migration.id)
                             throw AppliedElsewhere()
                         }
+                        do {
+                            lock = try StepLock.acquire(databasePath: database.path, kind: .migration, id: migration.id)
+                        } catch let error as StepLockError {
+                            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path),
+                                              line: nil, column: nil, message: error.description)
+                        }
+                        // Held by another process whose `running` row is not committed yet, or was just replaced.
+                        guard lock != nil else { return false }
                         try history.write(HistoryRecord(
                             kind: .migration, identity: migration.id, checksum: checksum,
                             checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: nil,
@@ -288,6 +345,7 @@ public struct Migrator {
             }
             progress?(.waiting("\(migration.id) is being applied by another process; waiting"))
             Thread.sleep(forTimeInterval: 0.2)
+            if options.cancellation?.isCancelled == true { throw Cancelled() }
         }
 
         let started = ContinuousClock.now
@@ -610,6 +668,12 @@ public struct Migrator {
     }
 
     // MARK: Helpers
+
+    /// A `running` step whose runner lock is held by a live process. `failed` never is, whatever its pid.
+    private func isBeingApplied(_ record: HistoryRecord?) -> Bool {
+        guard let record, record.state == .running else { return false }
+        return StepLock.isHeld(databasePath: database.path, kind: record.kind, id: record.identity)
+    }
 
     private func isActive(_ seed: SeedStep, _ options: MigrationOptions) -> Bool {
         seed.contexts.isEmpty || !options.contexts.isDisjoint(with: seed.contexts)
