@@ -6,3 +6,4 @@
 #include <libxml/xmlerror.h>
 #include <libxml/xmlschemas.h>
 #include <libxml/entities.h>
+#include <libxml/xmlreader.h>

@@ -27,7 +27,9 @@ struct Commands {
 
     private func manifest() throws -> Manifest {
         guard let path = invocation.value("manifest") else { throw UsageError("--manifest PATH is required") }
-        return try Manifest.load(path: path)
+        let manifest = try Manifest.load(path: path)
+        for warning in manifest.warnings { output.log("warning: \(warning)") }
+        return manifest
     }
 
     private func databasePath(_ manifest: Manifest?) throws -> String {
@@ -77,7 +79,8 @@ struct Commands {
         let manifest = try self.manifest()
         let problems = Migrator(manifest: manifest, database: try Database(.inMemory)).lint()
         if !problems.isEmpty {
-            output.object(["command": "validate", "valid": false, "problems": .array(problems.map(Self.json))])
+            output.object(["command": "validate", "valid": false, "problems": .array(problems.map(Self.json)),
+                           "warnings": .array(manifest.warnings.map(Self.json))])
             printError(problems.map(\.description).joined(separator: "\n"))
             return ExitCode.stepFailed
         }
@@ -85,7 +88,8 @@ struct Commands {
             + counted(manifest.models.count, "model")
         output.line("ok: \(summary)")
         output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
-                       "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count)])
+                       "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count),
+                       "warnings": .array(manifest.warnings.map(Self.json))])
         return ExitCode.success
     }
 

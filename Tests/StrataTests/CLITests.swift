@@ -51,6 +51,25 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(migrate.status, 3, "other commands refuse an invalid manifest with exit 3")
     }
 
+    func testValidateAndMigratePrintManifestWarnings() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.SQL": "CREATE TABLE b (x);"])
+        let warning = "warning: manifest.xml:1: '2_b.SQL' in migrations directory 'sql' is not a migration"
+        let text = try runStrata(["validate", "--manifest", "manifest.xml"], in: project.root)
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertEqual(text.stdout, "ok: 1 migration, 0 seeds, 0 models\n")
+        XCTAssertTrue(text.stderr.hasPrefix(warning), text.stderr)
+        let json = try runStrata(["validate", "--manifest", "manifest.xml", "--format", "json"], in: project.root)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let warnings = try XCTUnwrap(object["warnings"] as? [[String: Any]])
+        XCTAssertEqual(warnings.count, 1)
+        XCTAssertEqual(warnings.first?["file"] as? String, "manifest.xml")
+        XCTAssertEqual(warnings.first?["line"] as? Int, 1)
+        XCTAssertTrue((warnings.first?["message"] as? String)?.contains("rename it to '2_b.sql'") ?? false, "\(warnings)")
+        let migrate = try runStrata(["migrate", "--manifest", "manifest.xml"], in: project.root)
+        XCTAssertEqual(migrate.status, 0, migrate.stderr)
+        XCTAssertTrue(migrate.stderr.hasPrefix(warning), "every command says what it leaves out: \(migrate.stderr)")
+    }
+
     func testMigrateTwiceJSONStatusAndPlan() throws {
         let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);"])
         let plan = try project.strata(["plan", "--sql"])

@@ -278,6 +278,143 @@ final class ManifestTests: XCTestCase {
         XCTAssertTrue(error?.description.hasPrefix("inline.xml:2") ?? false, "\(String(describing: error))")
     }
 
+    // MARK: Only regular files (issue 11, items 15 and 17)
+
+    func testOnlyRegularFilesAreMigrationsOrSeeds() throws {
+        try files(["data/real.csv": "x\n1\n", "sql/real.sql": "SELECT 1;", "m/placeholder": ""])
+        try makeFIFO(root.appendingPathComponent("m/pipe.sql"))
+        try makeFIFO(root.appendingPathComponent("m/pipe.csv"))
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("m/folder.sql"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root.appendingPathComponent("m/link.sql").path,
+                                                   withDestinationPath: root.appendingPathComponent("sql/real.sql").path)
+        try FileManager.default.createSymbolicLink(atPath: root.appendingPathComponent("m/link.csv").path,
+                                                   withDestinationPath: "../data/real.csv")
+        let found = try problems("""
+            <manifest version="1">
+              <migrations>
+                <migration file="/dev/zero"/>
+                <migration file="pipe.sql"/>
+                <migration file="folder.sql"/>
+                <migration file="link.sql"/>
+              </migrations>
+              <seeds>
+                <seed file="/dev/urandom" table="t"/>
+                <seed file="pipe.csv" table="t" id="p"/>
+                <seed file="link.csv" table="t" id="l"/>
+              </seeds>
+            </manifest>
+            """)
+        func has(_ line: Int, _ text: String) {
+            XCTAssertTrue(found.contains { $0.location.line == line && $0.message.contains(text) },
+                          "no problem at line \(line) containing '\(text)' in:\n\(found.map(\.description).joined(separator: "\n"))")
+        }
+        has(3, "'/dev/zero' cannot be read (/dev/zero is a character device, not a regular file)")
+        has(4, "is a FIFO (named pipe), not a regular file")
+        has(5, "is a directory")
+        has(9, "'/dev/urandom' cannot be read (/dev/urandom is a character device, not a regular file)")
+        has(10, "is a FIFO (named pipe), not a regular file")
+        XCTAssertFalse(found.contains { $0.location.line == 6 || $0.location.line == 11 }, "a symlink to a regular file is fine: \(found)")
+        XCTAssertEqual(found.count, 5, "\(found)")
+    }
+
+    func testMigrationsDirectoryRefusesWhatItCannotTakeInsteadOfSkippingIt() throws {
+        try files(["sql/1_a.sql": "SELECT 1;"])
+        let sql = root.appendingPathComponent("sql")
+        try FileManager.default.createSymbolicLink(atPath: sql.appendingPathComponent("2_dangling.sql").path,
+                                                   withDestinationPath: "gone.sql")
+        try createFile(rawName: Array("3_".utf8) + [0xFF, 0xFE] + Array(".sql".utf8), in: sql)
+        try makeFIFO(sql.appendingPathComponent("4_pipe.sql"))
+        try createFile(rawName: [0xFF] + Array(".txt".utf8), in: sql)   // not a migration name at all: left alone
+        let found = try problems("<manifest version=\"1\">\n  <migrations directory=\"../sql\"/>\n</manifest>")
+        let messages = found.map(\.description).joined(separator: "\n")
+        XCTAssertTrue(found.allSatisfy { $0.location.line == 2 }, messages)
+        XCTAssertTrue(messages.contains("2_dangling.sql is a symbolic link to 'gone.sql', which does not exist"), messages)
+        XCTAssertTrue(messages.contains("a file name that is not valid UTF-8 ('3_\\xFF\\xFE.sql')"), messages)
+        XCTAssertTrue(messages.contains("migration file '4_pipe.sql' in '../sql' cannot be read"), messages)
+        XCTAssertTrue(messages.contains("is a FIFO (named pipe), not a regular file"), messages)
+        XCTAssertEqual(found.count, 3, messages)
+    }
+
+    func testOtherCaseSQLExtensionIsAWarningNotASilentSkip() throws {
+        try files(["sql/1_a.sql": "SELECT 1;", "sql/2_b.SQL": "SELECT 2;", "sql/3_c.Sql": "SELECT 3;", "sql/notes.txt": ""])
+        let manifest = try load("<manifest version=\"1\">\n  <migrations directory=\"../sql\"/>\n</manifest>")
+        XCTAssertEqual(manifest.migrations.map(\.id), ["1_a.sql"])
+        XCTAssertEqual(manifest.warnings.map(\.location.line), [2, 2])
+        XCTAssertEqual(manifest.warnings.map(\.message), [
+            "'2_b.SQL' in migrations directory '../sql' is not a migration: only names ending in '.sql' (lower case) are; rename it to '2_b.sql' to apply it",
+            "'3_c.Sql' in migrations directory '../sql' is not a migration: only names ending in '.sql' (lower case) are; rename it to '3_c.sql' to apply it",
+        ])
+        let clean = try load(#"<manifest version="1"><migrations><migration file="../sql/1_a.sql"/></migrations></manifest>"#)
+        XCTAssertEqual(clean.warnings, [])
+    }
+
+    // MARK: Reading the manifest itself (issue 11, "smaller, each real")
+
+    func testUTF16ManifestWithManyElementsLoads() throws {
+        var text = "<?xml version=\"1.0\" encoding=\"UTF-16\"?>\n<manifest version=\"1\">\n  <models>\n"
+        for i in 1...40 { text += "    <model type=\"T\(i)\"><property name=\"p\" column=\"c\"/></model>\n" }
+        text += "  </models>\n</manifest>\n"
+        let path = root.appendingPathComponent("m/utf16.xml")
+        try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try (Data([0xFF, 0xFE]) + Data(text.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })).write(to: path)
+        XCTAssertEqual(try Manifest.load(path: path.path).models.count, 40)
+
+        let deep = "<?xml version=\"1.0\" encoding=\"UTF-16\"?>\n<manifest version=\"1\">"
+            + String(repeating: "<a>", count: 40) + String(repeating: "</a>", count: 40) + "</manifest>"
+        try (Data([0xFE, 0xFF]) + Data(deep.utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] })).write(to: path)
+        let error = assertThrows(ManifestError.self) { try Manifest.load(path: path.path) }
+        XCTAssertEqual(error?.problems.count, 1)
+        XCTAssertTrue(error?.problems.first?.message.contains("nested deeper than 32 levels") ?? false, "\(String(describing: error))")
+        XCTAssertEqual(error?.problems.first?.location.line, 2)
+    }
+
+    func testNestingCheckReadsCommentsAndProcessingInstructionsAsXMLDoes() throws {
+        // Closing tags inside a comment or a processing instruction must not let real nesting through...
+        let hidden = "<manifest version=\"1\"><!-- " + String(repeating: "</a>", count: 40) + " --><?note "
+            + String(repeating: "</a>", count: 40) + "?>" + String(repeating: "<a>", count: 40)
+            + String(repeating: "</a>", count: 40) + "</manifest>"
+        XCTAssertTrue(try problems(hidden).first?.message.contains("nested deeper than 32 levels") ?? false)
+        // ...and opening tags inside comments, attribute values or CDATA are not elements.
+        let harmless = "<manifest version=\"1\"><!-- " + String(repeating: "<a>", count: 40) + " -->"
+            + "<models><model type=\"T\" table=\"" + String(repeating: "&lt;a>", count: 40) + "\"/></models></manifest>"
+        XCTAssertEqual(try load(harmless).models.first?.typeName, "T")
+    }
+
+    func testOversizedManifestIsRefusedBeforeItIsRead() throws {
+        let path = root.appendingPathComponent("m/huge.xml")
+        try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
+        XCTAssertTrue(FileManager.default.createFile(atPath: path.path, contents: Data("<manifest version=\"1\">".utf8)))
+        let handle = try FileHandle(forWritingTo: path)
+        try handle.truncate(atOffset: 400 << 20)    // sparse: 400 MB that cost nothing until someone reads them
+        try handle.close()
+        let before = peakResidentMegabytes()
+        let error = assertThrows(ManifestError.self) { try Manifest.load(path: path.path) }
+        XCTAssertEqual(error?.problems.first?.message, "manifest is 419430400 bytes; the limit is 8388608")
+        XCTAssertLessThan(peakResidentMegabytes() - before, 64, "the manifest was read although its size was known")
+    }
+
+    func testDeviceFIFOAndDirectoryManifestsSayWhatTheyAre() throws {
+        try makeFIFO(root.appendingPathComponent("pipe.xml"))
+        func message(_ path: String) -> String {
+            assertThrows(ManifestError.self) { try Manifest.load(path: path) }?.problems.first?.message ?? ""
+        }
+        XCTAssertEqual(message("/dev/zero"), "cannot read the manifest (/dev/zero is a character device, not a regular file)")
+        XCTAssertEqual(message(root.appendingPathComponent("pipe.xml").path),
+                       "cannot read the manifest (\(root.appendingPathComponent("pipe.xml").path) is a FIFO (named pipe), not a regular file)")
+        XCTAssertEqual(message(root.path), "cannot read the manifest (\(root.path) is a directory)")
+        let found = try problems(#"<manifest version="1"><include manifest="/dev/null"/></manifest>"#)
+        XCTAssertEqual(found.map(\.message), ["included manifest '/dev/null' cannot be read (/dev/null is a character device, not a regular file)"])
+    }
+
+    func testIncludeCycleThroughASymlinkedDirectoryIsACycle() throws {
+        try files(["m/a.xml": "<manifest version=\"1\">\n  <include manifest=\"loop/a.xml\"/>\n</manifest>"])
+        try FileManager.default.createSymbolicLink(atPath: root.appendingPathComponent("m/loop").path, withDestinationPath: ".")
+        let error = assertThrows(ManifestError.self) { try Manifest.load(path: root.appendingPathComponent("m/a.xml").path) }
+        XCTAssertEqual(error?.problems.count, 1, "\(String(describing: error))")
+        XCTAssertEqual(error?.problems.first?.message, "include cycle: a.xml → loop/a.xml (the same file as a.xml)")
+        XCTAssertEqual(error?.problems.first?.location.line, 2)
+    }
+
     func testMissingManifestFile() {
         let error = assertThrows(ManifestError.self) { try Manifest.load(path: "/nonexistent/manifest.xml") }
         XCTAssertTrue(error?.description.hasPrefix("/nonexistent/manifest.xml:1: cannot read") ?? false)
@@ -287,4 +424,30 @@ final class ManifestTests: XCTestCase {
 /// The package root, found from this source file's location.
 func repositoryRoot() -> URL {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+}
+
+/// Creates a named pipe; opening it for reading would block until a writer comes, which is why it is never opened.
+func makeFIFO(_ url: URL) throws {
+    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    guard mkfifo(url.path, 0o644) == 0 else { throw CocoaError(.fileWriteUnknown) }
+}
+
+/// Creates an empty file whose name is raw bytes (which need not be UTF-8).
+func createFile(rawName: [UInt8], in directory: URL) throws {
+    let path = Array(directory.path.utf8) + [UInt8(ascii: "/")] + rawName + [0]
+    let descriptor = path.withUnsafeBufferPointer { buffer -> Int32 in
+        buffer.withMemoryRebound(to: CChar.self) { chars in
+            guard let base = chars.baseAddress else { return -1 }
+            return open(base, O_CREAT | O_WRONLY, 0o644)
+        }
+    }
+    guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown) }
+    close(descriptor)
+}
+
+/// This process's peak resident set so far, in MiB.
+func peakResidentMegabytes() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_maxrss / 1024
 }

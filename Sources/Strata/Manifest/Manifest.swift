@@ -21,6 +21,9 @@ public struct Manifest: Sendable, Equatable {
     public let models: [ModelMapping]
     /// The top manifest's first `<migrations directory>`, where `strata new` creates files.
     public let migrationDirectory: String?
+    /// Things worth a look that do not stop the manifest from loading, e.g. a `2_b.SQL` file a migrations
+    /// directory does not take; `strata validate` prints them.
+    public let warnings: [ManifestProblem]
 
     /// Loads, validates and resolves a manifest file and its includes.
     /// - Throws: `ManifestError` listing every problem found.
@@ -36,8 +39,9 @@ public struct Manifest: Sendable, Equatable {
     }
 
     init(path: String, databasePath: String?, migrations: [MigrationStep], seeds: [SeedStep], models: [ModelMapping],
-         migrationDirectory: String?) {
+         migrationDirectory: String?, warnings: [ManifestProblem] = []) {
         self.path = path
+        self.warnings = warnings
         self.migrationDirectory = migrationDirectory
         self.databasePath = databasePath
         self.migrations = migrations

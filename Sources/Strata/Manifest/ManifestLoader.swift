@@ -3,28 +3,34 @@ import Foundation
 /// Reads a manifest and its includes into a `Manifest`, collecting every problem rather than stopping at the first.
 struct ManifestLoader {
     private var problems: [ManifestProblem] = []
+    private var warnings: [ManifestProblem] = []
     private var databasePath: String?
     private var databaseLocation: SourceLocation?
     private var migrations: [MigrationStep] = []
     private var seeds: [SeedStep] = []
     private var models: [ModelMapping] = []
     private var migrationDirectory: String?
-    /// Resolved paths of the manifests being read, outermost first, to refuse include cycles.
-    private var includeStack: [String] = []
+    /// The manifests being read, outermost first, to refuse include cycles. A manifest is known by its device and
+    /// inode where it has them, so a path through a symbolic link to a directory is not a new manifest.
+    private var includeStack: [(path: String, identity: FileCheck.Identity?)] = []
 
     mutating func load(path: String) throws -> Manifest {
         let resolved = URL(fileURLWithPath: path).standardizedFileURL.path
-        guard let data = FileManager.default.contents(atPath: resolved) else {
-            throw ManifestError(problems: [ManifestProblem(SourceLocation(path: path, line: 1),
-                                                           "cannot read the manifest (\(Self.reason(for: resolved)))")])
+        let bytes: [UInt8]
+        switch FileCheck.read(resolved, limit: XMLDocument.maximumSize) {
+        case .success(let read):
+            bytes = read
+        case .failure(let failure):
+            throw ManifestError(problems: [ManifestProblem(SourceLocation(path: path, line: 1), Self.message(failure, "cannot read the manifest"))])
         }
-        includeStack = [resolved]
-        read([UInt8](data), path: path, directory: (resolved as NSString).deletingLastPathComponent, isTop: true)
+        includeStack = [(resolved, FileCheck.identity(of: resolved))]
+        read(bytes, path: path, directory: (resolved as NSString).deletingLastPathComponent, isTop: true)
         return try finish(path: path)
     }
 
     mutating func load(text: String, path: String, directory: String) throws -> Manifest {
-        includeStack = [URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path]
+        let resolved = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path
+        includeStack = [(resolved, FileCheck.identity(of: resolved))]
         read(Array(text.utf8), path: path, directory: URL(fileURLWithPath: directory).standardizedFileURL.path, isTop: true)
         return try finish(path: path)
     }
@@ -105,12 +111,14 @@ struct ManifestLoader {
             } else {
                 directory = resolved
                 do {
-                    for name in try FileManager.default.contentsOfDirectory(atPath: resolved)
-                    where name.hasSuffix(".sql") && !name.hasPrefix(".") {
-                        let file = (resolved as NSString).appendingPathComponent(name)
-                        var isDir: ObjCBool = false
-                        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDir), !isDir.boolValue else { continue }
-                        found[file] = MigrationStep(id: name, path: file, runsInTransaction: true,
+                    for name in try FileCheck.rawEntries(of: resolved) {
+                        guard let id = migrationName(name, in: relative, element) else { continue }
+                        let file = (resolved as NSString).appendingPathComponent(id)
+                        if let reason = FileCheck.problem(at: file) {
+                            problem(element, "migration file '\(id)' in '\(relative)' cannot be read (\(reason))")
+                            continue
+                        }
+                        found[file] = MigrationStep(id: id, path: file, runsInTransaction: true,
                                                     enforcesForeignKeys: element.attribute("foreignKeys") == "on",
                                                     location: element.location)
                     }
@@ -122,8 +130,8 @@ struct ManifestLoader {
         for child in element.children where child.name == "migration" {
             guard let file = child.attribute("file") else { continue }
             let resolved = context.resolve(file, against: directory)
-            guard Self.isReadableFile(resolved) else {
-                problem(child, "migration file '\(file)' cannot be read (\(Self.reason(for: resolved)))")
+            if let reason = FileCheck.problem(at: resolved) {
+                problem(child, "migration file '\(file)' cannot be read (\(reason))")
                 continue
             }
             found[resolved] = MigrationStep(id: (resolved as NSString).lastPathComponent, path: resolved,
@@ -134,11 +142,33 @@ struct ManifestLoader {
         migrations += found.values
     }
 
+    /// The migration name of a directory entry, or nil when the entry is not a migration. Names that look like
+    /// one but cannot be taken are reported rather than skipped: an other-case `.SQL` is a warning (it is not a
+    /// migration by the documented rule, but was likely meant as one); a name that is not UTF-8 is a problem,
+    /// because a migration's name is its identity in history and must be text.
+    private mutating func migrationName(_ name: [UInt8], in relative: String, _ element: XMLElement) -> String? {
+        let suffix = Array(".sql".utf8)
+        guard name.first != UInt8(ascii: "."), name.count > suffix.count else { return nil }
+        let tail = name.suffix(suffix.count)
+        guard tail.map({ $0 | 0x20 }) == suffix else { return nil }   // ASCII case-insensitive ".sql"
+        let shown = FileCheck.displayName(name)
+        guard Array(tail) == suffix else {
+            warnings.append(ManifestProblem(element.location,
+                "'\(shown)' in migrations directory '\(relative)' is not a migration: only names ending in '.sql' (lower case) are; rename it to '\(shown.dropLast(4)).sql' to apply it"))
+            return nil
+        }
+        guard let text = String(validating: name, as: UTF8.self) else {
+            problem(element, "migrations directory '\(relative)' holds a file name that is not valid UTF-8 ('\(shown)'); a migration's name is its identity in history and must be text: rename the file")
+            return nil
+        }
+        return text
+    }
+
     private mutating func readSeed(_ element: XMLElement, _ context: Context) {
         guard let file = element.attribute("file"), let table = element.attribute("table") else { return }
         let resolved = context.resolve(file)
-        if !Self.isReadableFile(resolved) {
-            problem(element, "seed file '\(file)' cannot be read (\(Self.reason(for: resolved)))")
+        if let reason = FileCheck.problem(at: resolved) {
+            problem(element, "seed file '\(file)' cannot be read (\(reason))")
         }
         let mode = element.attribute("mode").flatMap(SeedMode.init(rawValue:)) ?? .insert
         var key: [String] = []
@@ -228,17 +258,23 @@ struct ManifestLoader {
     private mutating func readInclude(_ element: XMLElement, _ context: Context) {
         guard let relative = element.attribute("manifest") else { return }
         let resolved = context.resolve(relative)
-        if let start = includeStack.firstIndex(of: resolved) {
-            let cycle = (includeStack[start...] + [resolved]).map { ($0 as NSString).lastPathComponent }
-            problem(element, "include cycle: \(cycle.joined(separator: " → "))")
+        let identity = FileCheck.identity(of: resolved)
+        if let start = includeStack.firstIndex(where: { $0.path == resolved || (identity != nil && $0.identity == identity) }) {
+            let names = includeStack[start...].map { ($0.path as NSString).lastPathComponent }
+            let same = includeStack[start].path == resolved ? "" : " (the same file as \(names[0]))"
+            problem(element, "include cycle: \((names + [relative]).joined(separator: " → "))\(same)")
             return
         }
-        guard let data = FileManager.default.contents(atPath: resolved) else {
-            problem(element, "included manifest '\(relative)' cannot be read (\(Self.reason(for: resolved)))")
+        let bytes: [UInt8]
+        switch FileCheck.read(resolved, limit: XMLDocument.maximumSize) {
+        case .success(let read):
+            bytes = read
+        case .failure(let failure):
+            problem(element, Self.message(failure, "included manifest '\(relative)' cannot be read"))
             return
         }
-        includeStack.append(resolved)
-        read([UInt8](data), path: context.written(relative), directory: (resolved as NSString).deletingLastPathComponent,
+        includeStack.append((resolved, identity))
+        read(bytes, path: context.written(relative), directory: (resolved as NSString).deletingLastPathComponent,
              isTop: false)
         includeStack.removeLast()
     }
@@ -281,7 +317,8 @@ struct ManifestLoader {
             throw ManifestError(problems: problems.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) })
         }
         return Manifest(path: path, databasePath: databasePath, migrations: ordered, seeds: seeds, models: models,
-                        migrationDirectory: migrationDirectory)
+                        migrationDirectory: migrationDirectory,
+                        warnings: warnings.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) })
     }
 
     // MARK: Helpers
@@ -290,16 +327,12 @@ struct ManifestLoader {
         text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
-    static func isReadableFile(_ path: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
-            && FileManager.default.isReadableFile(atPath: path)
-    }
-
-    static func reason(for path: String) -> String {
-        var isDirectory: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) { return "no such file: \(path)" }
-        if isDirectory.boolValue { return "\(path) is a directory" }
-        return "permission denied: \(path)"
+    /// A manifest that cannot be read: `what` and the reason, or the size limit it exceeds.
+    static func message(_ failure: FileCheck.ReadFailure, _ what: String) -> String {
+        switch failure {
+        case .unreadable(let reason): "\(what) (\(reason))"
+        case .tooLarge(let size?): "manifest is \(size) bytes; the limit is \(XMLDocument.maximumSize)"
+        case .tooLarge(nil): "manifest is larger than the limit of \(XMLDocument.maximumSize) bytes"
+        }
     }
 }

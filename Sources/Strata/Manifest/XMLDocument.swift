@@ -92,37 +92,32 @@ final class XMLDocument {
         return position(of: entity, in: bytes)
     }
 
-    /// A quick structural pre-check so a deeply nested document is refused before building a tree.
+    /// Refuses a deeply nested document before a tree is built. libxml2's streaming reader does the reading, so
+    /// the check sees exactly the elements the parser will: any encoding (UTF-16 too), and nothing inside comments,
+    /// CDATA, processing instructions or attribute values. It holds one path from the root, never the tree, and
+    /// stops at the first element that is too deep. Errors are left to the real parse, which reports them.
     static func excessiveNesting(in bytes: [UInt8]) -> (Int, Int)? {
-        var depth = 0
-        var index = 0
-        let count = bytes.count
-        while index < count {
-            guard bytes[index] == UInt8(ascii: "<"), index + 1 < count else { index += 1; continue }
-            let next = bytes[index + 1]
-            if next == UInt8(ascii: "/") {
-                depth -= 1
-            } else if next == UInt8(ascii: "!") || next == UInt8(ascii: "?") {
-                // Comments, CDATA, declarations and processing instructions do not nest elements.
-            } else {
-                var end = index + 1
-                var quote: UInt8? = nil
-                while end < count {
-                    let byte = bytes[end]
-                    if let q = quote { if byte == q { quote = nil } }
-                    else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") { quote = byte }
-                    else if byte == UInt8(ascii: ">") { break }
-                    end += 1
+        let collector = ErrorCollector(path: "")
+        return collector.capturing {
+            bytes.withUnsafeBufferPointer { buffer -> (Int, Int)? in
+                guard let base = buffer.baseAddress, let count = Int32(exactly: buffer.count) else { return nil }
+                let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue)
+                let reader = base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    xmlReaderForMemory($0, count, nil, nil, options)
                 }
-                if end < count, bytes[end - 1] != UInt8(ascii: "/") {
-                    depth += 1
-                    if depth > maximumDepth { return position(of: index, in: bytes) }
+                guard let reader else { return nil }
+                defer { xmlFreeTextReader(reader) }
+                let element = Int32(XML_READER_TYPE_ELEMENT.rawValue)
+                while xmlTextReaderRead(reader) == 1 {
+                    // The root is at depth 0, so depth 32 is the 33rd level.
+                    if xmlTextReaderNodeType(reader) == element && xmlTextReaderDepth(reader) >= Int32(maximumDepth) {
+                        return (max(Int(xmlTextReaderGetParserLineNumber(reader)), 1),
+                                max(Int(xmlTextReaderGetParserColumnNumber(reader)), 1))
+                    }
                 }
-                index = end
+                return nil
             }
-            index += 1
         }
-        return nil
     }
 
     private static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
