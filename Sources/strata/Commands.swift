@@ -188,14 +188,23 @@ struct Commands {
         let plan = try Migrator(manifest: manifest, database: try openForReading(path)).plan(try options)
         // With --sql, each migration's text, read once for whichever output is printed.
         let sql: [String?] = plan.steps.map { step in
-            guard invocation.has("sql"), case .migration(let migration) = step.step else { return nil }
-            return try? String(contentsOfFile: migration.path, encoding: .utf8)
+            guard invocation.has("sql"), case .migration(let migration) = step.step,
+                  let data = FileManager.default.contents(atPath: migration.path) else { return nil }
+            let bytes = [UInt8](data)
+            // What runs: the up section of a file in another tool's format.
+            guard let section = try? migration.format.upSection(of: bytes) else { return String(decoding: bytes, as: UTF8.self) }
+            return String(decoding: bytes[section.range], as: UTF8.self)
+        }
+        // The up section's lines of each migration in another tool's format, for the reviewer.
+        let sections: [MigrationSection?] = plan.steps.map { step in
+            guard case .migration(let migration) = step.step, migration.format != .plain else { return nil }
+            return try? migration.format.upSection(ofFileAt: migration.path)
         }
         if plan.steps.isEmpty {
             output.line("Nothing to do: \(path) is up to date.")
         } else {
             output.line("migrate would apply \(counted(plan.steps.count, "step")) to \(path) (plan id \(plan.id)):")
-            let lines = table(plan.steps.map(Self.plannedRow)).split(separator: "\n")
+            let lines = table(zip(plan.steps, sections).map(Self.plannedRow)).split(separator: "\n")
             for (line, text) in zip(lines, sql) {
                 output.line(String(line))
                 if let text {
@@ -204,10 +213,16 @@ struct Commands {
             }
         }
         output.object(["command": "plan", "database": .string(path), "planId": .string(plan.id),
-                       "steps": .array(zip(plan.steps, sql).map { step, text in
-                           guard invocation.has("sql"), case .migration = step.step,
-                                 case .object(let pairs) = Self.json(step) else { return Self.json(step) }
-                           return .object(pairs + [("sql", .optional(text))])
+                       "steps": .array(zip(zip(plan.steps, sections), sql).map { planned, text in
+                           let (step, section) = planned
+                           guard case .migration(let migration) = step.step,
+                                 case .object(var pairs) = Self.json(step) else { return Self.json(step) }
+                           pairs.append(("format", .string(migration.format.rawValue)))
+                           if let section {
+                               pairs.append(("upSection", .array([.optional(section.startLine), .optional(section.endLine)])))
+                           }
+                           if invocation.has("sql") { pairs.append(("sql", .optional(text))) }
+                           return .object(pairs)
                        }),
                        "refusals": .array(plan.refusals.map(Self.json))])
         for refusal in plan.refusals { output.error("refused: \(refusal.message)") }
@@ -299,9 +314,14 @@ struct Commands {
         return line
     }
 
-    static func plannedRow(_ step: PlannedStep) -> [String] {
+    static func plannedRow(_ step: PlannedStep, _ section: MigrationSection?) -> [String] {
         var row = [step.step.kind.rawValue, step.step.id]
-        row.append(step.rowCount.map { "\(formatCount($0)) rows" } ?? "")
+        if case .migration(let migration) = step.step, migration.format != .plain {
+            row.append("\(migration.format.rawValue): up section only"
+                       + (section.map { " (lines \($0.startLine)-\($0.endLine))" } ?? ""))
+        } else {
+            row.append(step.rowCount.map { "\(formatCount($0)) rows" } ?? "")
+        }
         if step.reason != .pending { row.append("(\(step.reason.rawValue))") }
         return row
     }

@@ -70,6 +70,32 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(migrate.stderr.hasPrefix(warning), "every command says what it leaves out: \(migrate.stderr)")
     }
 
+    func testPlanShowsTheDeclaredFormatAndOnlyTheUpSection() throws {
+        let manifest = #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#
+        let project = try Project(self, manifest: manifest, files: ["sql/20240101120000_add_users.sql": MigrationTests.gooseFile])
+        let plan = try project.strata(["plan", "--sql"])
+        XCTAssertEqual(plan.status, 0, plan.stderr)
+        XCTAssertTrue(plan.stdout.contains("migration  20240101120000_add_users.sql  goose: up section only (lines 2-14)"), plan.stdout)
+        XCTAssertTrue(plan.stdout.contains("      CREATE TRIGGER users_touch"), plan.stdout)
+        XCTAssertFalse(plan.stdout.contains("DROP TABLE users"), "--sql shows what runs, not the down section: \(plan.stdout)")
+        let json = try project.strata(["plan", "--sql", "--format", "json"])
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let step = try XCTUnwrap((object["steps"] as? [[String: Any]])?.first)
+        XCTAssertEqual(step["format"] as? String, "goose")
+        XCTAssertEqual(step["upSection"] as? [Int], [2, 14])
+        XCTAssertFalse((step["sql"] as? String)?.contains("DROP TABLE users") ?? true)
+    }
+
+    func testAFileWithSectionMarkersIsRefusedUnlessItsFormatIsDeclared() throws {
+        let project = try Project(self, files: ["sql/1_users.sql": MigrationTests.gooseFile])
+        let validate = try project.strata(["validate"])
+        XCTAssertEqual(validate.status, 1)
+        XCTAssertTrue(validate.stderr.contains("sql/1_users.sql:1: '-- +goose Up' is a goose section marker"), validate.stderr)
+        let migrate = try project.strata(["migrate"])
+        XCTAssertEqual(migrate.status, 3, migrate.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath), "refused before the database was opened")
+    }
+
     func testMigrateTwiceJSONStatusAndPlan() throws {
         let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);"])
         let plan = try project.strata(["plan", "--sql"])

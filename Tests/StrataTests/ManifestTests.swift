@@ -348,6 +348,138 @@ final class ManifestTests: XCTestCase {
         XCTAssertEqual(clean.warnings, [])
     }
 
+    // MARK: Files written for other tools (issue 11, item 14)
+
+    func testDeclaredFormatsSplitSectionsAndTheFilesOwnOptionsSetTheTransaction() throws {
+        try files([
+            "goose/20240101120000_add_users.sql": MigrationTests.gooseFile,
+            "goose/20240102120000_vacuum.sql": "-- +goose NO TRANSACTION\n-- +goose Up\nVACUUM;\n",
+            "dbmate/20240103120000_create_posts.sql": MigrationTests.dbmateFile,
+            "mixed/20240104120000_people.sql": MigrationTests.sqlMigrateFile,
+            "mixed/20240105120000_plain.sql": "CREATE TABLE t (x);",
+        ])
+        let manifest = try load("""
+            <manifest version="1">
+              <migrations directory="../goose" format="goose"/>
+              <migrations directory="../dbmate" format="dbmate"/>
+              <migrations directory="../mixed">
+                <migration file="20240104120000_people.sql" format="sql-migrate"/>
+              </migrations>
+            </manifest>
+            """)
+        XCTAssertEqual(manifest.migrations.map(\.id), ["20240101120000_add_users.sql", "20240102120000_vacuum.sql",
+                                                       "20240103120000_create_posts.sql", "20240104120000_people.sql",
+                                                       "20240105120000_plain.sql"])
+        XCTAssertEqual(manifest.migrations.map(\.format), [.goose, .goose, .dbmate, .sqlMigrate, .plain])
+        XCTAssertEqual(manifest.migrations.map(\.runsInTransaction), [true, false, true, true, true])
+    }
+
+    func testFilesWithSectionMarkersAreRefusedUnlessTheirFormatIsDeclared() throws {
+        try files(["sql/1_users.sql": MigrationTests.gooseFile, "sql/2_posts.sql": MigrationTests.dbmateFile,
+                   "sql/3_ok.sql": "CREATE TABLE t (x);"])
+        let found = try problems("<manifest version=\"1\">\n  <migrations directory=\"../sql\"/>\n</manifest>")
+        XCTAssertEqual(found.count, 2, "\(found)")
+        let goose = try XCTUnwrap(found.first { $0.location.path.hasSuffix("sql/1_users.sql") })
+        XCTAssertEqual(goose.location.line, 1)
+        XCTAssertTrue(goose.message.hasPrefix("'-- +goose Up' is a goose section marker"), goose.message)
+        XCTAssertTrue(goose.message.contains("format=\"goose\""), goose.message)
+        XCTAssertTrue(goose.message.hasSuffix("m/manifest.xml:2)"), "names where the manifest takes the file: \(goose.message)")
+        let dbmate = try XCTUnwrap(found.first { $0.location.path.hasSuffix("sql/2_posts.sql") })
+        XCTAssertEqual(dbmate.location.line, 1)
+        XCTAssertTrue(dbmate.message.contains("dbmate section marker"), dbmate.message)
+        // A declared format that the file does not follow is refused too, with the file's line.
+        try files(["goose/1_plain.sql": "CREATE TABLE t (x);\n"])
+        let undeclared = try problems(#"<manifest version="1"><migrations directory="../goose" format="goose"/></manifest>"#)
+        XCTAssertEqual(undeclared.map(\.location.line), [1])
+        XCTAssertTrue(undeclared.first?.message.contains("no '-- +goose Up' marker") ?? false, "\(undeclared)")
+        let unknown = try problems(#"<manifest version="1"><migrations directory="../goose" format="flyway"/></manifest>"#)
+        XCTAssertTrue(unknown.contains { $0.message.contains("flyway") }, "\(unknown)")
+    }
+
+    func testExplicitIDsListDirectoryPerMigrationLayouts() throws {
+        // diesel: one directory per migration, each with up.sql and down.sql.
+        try files([
+            "migrations/2024-01-01-000000_create_users/up.sql": "CREATE TABLE users (id INTEGER PRIMARY KEY);\n",
+            "migrations/2024-01-01-000000_create_users/down.sql": "DROP TABLE users;\n",
+            "migrations/2024-02-01-000000_create_posts/up.sql": "CREATE TABLE posts (id INTEGER PRIMARY KEY);\n",
+            "migrations/2024-02-01-000000_create_posts/down.sql": "DROP TABLE posts;\n",
+        ])
+        let manifest = try load("""
+            <manifest version="1">
+              <migrations directory="../migrations">
+                <migration file="2024-02-01-000000_create_posts/up.sql" id="2024-02-01-000000_create_posts"/>
+                <migration file="2024-01-01-000000_create_users/up.sql" id="2024-01-01-000000_create_users"/>
+              </migrations>
+            </manifest>
+            """)
+        XCTAssertEqual(manifest.migrations.map(\.id), ["2024-01-01-000000_create_users", "2024-02-01-000000_create_posts"])
+        XCTAssertEqual(manifest.migrations.first?.path, root.appendingPathComponent("migrations/2024-01-01-000000_create_users/up.sql").path)
+
+        func refusal(_ migrations: String) throws -> String {
+            try problems("<manifest version=\"1\">\n  <migrations directory=\"../migrations\">\n\(migrations)  </migrations>\n</manifest>")
+                .map(\.description).joined(separator: "\n")
+        }
+        let unnamed = try refusal("""
+                <migration file="2024-01-01-000000_create_users/up.sql"/>
+                <migration file="2024-02-01-000000_create_posts/up.sql"/>
+
+            """)
+        XCTAssertTrue(unnamed.contains("manifest.xml:4: migration file name 'up.sql' is used twice"), unnamed)
+        XCTAssertTrue(unnamed.contains("give one an id=\"…\""), unnamed)
+        let sameID = try refusal("""
+                <migration file="2024-01-01-000000_create_users/up.sql" id="same"/>
+                <migration file="2024-02-01-000000_create_posts/up.sql" id="same"/>
+
+            """)
+        XCTAssertTrue(sameID.contains("manifest.xml:4: migration id 'same' is used twice"), sameID)
+        let clash = try refusal("""
+                <migration file="2024-01-01-000000_create_users/up.sql" id="2024-02-01-000000_create_posts"/>
+                <migration file="2024-02-01-000000_create_posts/up.sql" id="2024-02-01-000000_create_posts"/>
+
+            """)
+        XCTAssertTrue(clash.contains("manifest.xml:4: migration id '2024-02-01-000000_create_posts' is used twice"), clash)
+        let twice = try refusal("""
+                <migration file="2024-01-01-000000_create_users/up.sql" id="a"/>
+                <migration file="2024-01-01-000000_create_users/up.sql" id="b"/>
+
+            """)
+        XCTAssertTrue(twice.contains("manifest.xml:4: migration file 2024-01-01-000000_create_users/up.sql is listed twice"), twice)
+        let blank = try refusal("    <migration file=\"2024-01-01-000000_create_users/up.sql\" id=\" \"/>\n")
+        XCTAssertTrue(blank.contains("manifest.xml:3: element 'migration', attribute 'id'"), blank)
+    }
+
+    func testAFileListedTwiceUnderTwoIDsIsRefused() throws {
+        try files(["sql/1_a.sql": "CREATE TABLE a (x);"])
+        let found = try problems("""
+            <manifest version="1">
+              <migrations directory="../sql"/>
+              <migrations><migration file="../sql/1_a.sql" id="first_a"/></migrations>
+            </manifest>
+            """)
+        XCTAssertEqual(found.count, 1, "\(found)")
+        XCTAssertTrue(found.first?.message.contains("is listed twice, as '1_a.sql'") ?? false, "\(found)")
+        XCTAssertTrue(found.first?.message.contains("and as 'first_a'") ?? false, "\(found)")
+    }
+
+    func testTransactionFileConflictsWithTheFilesOwnNoTransaction() throws {
+        try files(["goose/1_vacuum.sql": "-- +goose NO TRANSACTION\n-- +goose Up\nVACUUM;\n"])
+        let found = try problems("""
+            <manifest version="1">
+              <migrations directory="../goose" format="goose">
+                <migration file="1_vacuum.sql" transaction="file"/>
+              </migrations>
+            </manifest>
+            """)
+        XCTAssertEqual(found.map(\.location.line), [3])
+        XCTAssertTrue(found.first?.message.contains("the file itself asks to run outside a transaction") ?? false, "\(found)")
+        let none = try load("""
+            <manifest version="1">
+              <migrations directory="../goose" format="goose"><migration file="1_vacuum.sql" transaction="none"/></migrations>
+            </manifest>
+            """)
+        XCTAssertEqual(none.migrations.map(\.runsInTransaction), [false])
+    }
+
     // MARK: Reading the manifest itself (issue 11, "smaller, each real")
 
     func testUTF16ManifestWithManyElementsLoads() throws {

@@ -387,4 +387,170 @@ final class MigrationTests: XCTestCase {
         let lone = SQLLint.statements(in: Array("SELECT 'é';\r  VACUUM;\r\n\r\n BEGIN".utf8)).statements
         XCTAssertEqual(lone.map { "\($0.line):\($0.column)" }, ["1:1", "2:3", "4:2"], "a lone CR ends a line too")
     }
+
+    // MARK: Files written for goose, sql-migrate and dbmate (issue 11, item 14)
+
+    /// As `goose create add_users sql` writes it, filled in the way goose's documentation shows.
+    static let gooseFile = """
+        -- +goose Up
+        -- +goose StatementBegin
+        CREATE TABLE users (
+            id INTEGER PRIMARY KEY,
+            email TEXT NOT NULL UNIQUE,
+            touched_at TEXT
+        );
+        -- +goose StatementEnd
+        -- +goose StatementBegin
+        CREATE TRIGGER users_touch AFTER UPDATE OF email ON users BEGIN
+            UPDATE users SET touched_at = CURRENT_TIMESTAMP WHERE id = NEW.id;
+        END;
+        -- +goose StatementEnd
+
+        -- +goose Down
+        -- +goose StatementBegin
+        DROP TRIGGER users_touch;
+        DROP TABLE users;
+        -- +goose StatementEnd
+
+        """
+
+    /// As `sql-migrate new` writes it, with a statement block.
+    static let sqlMigrateFile = """
+
+        -- +migrate Up
+        CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT);
+        -- +migrate StatementBegin
+        CREATE TRIGGER people_name AFTER INSERT ON people BEGIN
+            UPDATE people SET name = trim(name) WHERE id = NEW.id;
+        END;
+        -- +migrate StatementEnd
+
+        -- +migrate Down
+        DROP TABLE people;
+
+        """
+
+    /// As `dbmate new` writes it.
+    static let dbmateFile = """
+        -- migrate:up
+        create table posts (
+          id integer primary key,
+          title varchar(255) not null
+        );
+
+        -- migrate:down
+        drop table posts;
+
+        """
+
+    func testUpSectionOfRealGooseSQLMigrateAndDbmateFiles() throws {
+        let cases: [(MigrationFormat, String, startLine: Int, endMarker: String, table: String)] = [
+            (.goose, Self.gooseFile, 2, "-- +goose Down", "users"),
+            (.sqlMigrate, Self.sqlMigrateFile, 3, "-- +migrate Down", "people"),
+            (.dbmate, Self.dbmateFile, 2, "-- migrate:down", "posts"),
+        ]
+        for (format, text, startLine, endMarker, table) in cases {
+            let bytes = Array(text.utf8)
+            let section = try format.upSection(of: bytes)
+            let up = String(decoding: bytes[section.range], as: UTF8.self)
+            XCTAssertEqual(section.startLine, startLine, "\(format)")
+            XCTAssertTrue(section.runsInTransaction)
+            let lines = text.components(separatedBy: "\n")
+            let downLine = try XCTUnwrap(lines.firstIndex(of: endMarker))
+            XCTAssertEqual(up, lines[(startLine - 1)..<downLine].joined(separator: "\n") + "\n",
+                           "the up section is exactly the lines between the markers (\(format))")
+            XCTAssertFalse(up.lowercased().contains("drop table"), "\(format)")
+            // How the executor runs it: only the up section; the table stays.
+            let db = try Database(.inMemory)
+            try db.executeScript(up)
+            XCTAssertTrue(try db.tableExists(table), "\(format)")
+            // Line endings do not move the section's lines, and a BOM before the marker is not SQL.
+            let crlf = Array(("\u{FEFF}" + text.replacingOccurrences(of: "\n", with: "\r\n")).utf8)
+            let crlfSection = try format.upSection(of: crlf)
+            XCTAssertEqual(crlfSection.startLine, startLine)
+            XCTAssertEqual(String(decoding: crlf[crlfSection.range], as: UTF8.self), up.replacingOccurrences(of: "\n", with: "\r\n"))
+        }
+    }
+
+    func testSectionErrorsKeepTheFilesLineNumbers() throws {
+        let text = "-- +goose Up\nCREATE TABLE a (x);\n\nINSERT INTO missing VALUES (1);\n-- +goose Down\nDROP TABLE a;\n"
+        let bytes = Array(text.utf8)
+        let section = try MigrationFormat.goose.upSection(of: bytes)
+        let db = try Database(.inMemory)
+        let error = assertThrows(DatabaseError.self) { try db.executeScript(String(decoding: bytes[section.range], as: UTF8.self)) }
+        XCTAssertEqual(error.flatMap { $0.line }.map { $0 + section.startLine - 1 }, 4, "line in the section + startLine - 1 = line in the file")
+    }
+
+    func testEachToolsNoTransactionOption() throws {
+        let files: [(MigrationFormat, String)] = [
+            (.goose, "-- +goose NO TRANSACTION\n-- +goose Up\nVACUUM;\n-- +goose Down\n"),
+            (.sqlMigrate, "-- +migrate Up notransaction\nVACUUM;\n-- +migrate Down\n"),
+            (.dbmate, "-- migrate:up transaction:false\nVACUUM;\n-- migrate:down\n"),
+        ]
+        for (format, text) in files {
+            XCTAssertFalse(try format.upSection(of: Array(text.utf8)).runsInTransaction, "\(format)")
+        }
+        XCTAssertTrue(try MigrationFormat.dbmate.upSection(of: Array("-- migrate:up transaction:true\nSELECT 1;\n".utf8)).runsInTransaction)
+    }
+
+    func testMalformedSectionsAreRefusedWithTheirLine() {
+        let cases: [(MigrationFormat, String, line: Int, message: String)] = [
+            (.goose, "CREATE TABLE a (x);\n", 1, "no '-- +goose Up' marker"),
+            (.goose, "-- note\nCREATE TABLE a (x);\n-- +goose Up\nSELECT 1;\n", 2, "SQL before the '-- +goose Up' marker on line 3"),
+            (.goose, "-- +goose Down\nDROP TABLE a;\n-- +goose Up\n", 1, "'-- +goose Down' before any '-- +goose Up'"),
+            (.goose, "-- +goose Up\nSELECT 1;\n-- +goose Up\n", 3, "a second '-- +goose Up' (the first is on line 1)"),
+            (.goose, "-- +goose Up\n-- +goose StatementBegin\nSELECT 1;\n", 2, "'-- +goose StatementBegin' has no matching"),
+            (.goose, "-- +goose Up\n-- +goose StatementBegin\n-- +goose Down\n", 3, "inside the '-- +goose StatementBegin' of line 2"),
+            (.goose, "-- +goose Up\n-- +goose StatementEnd\n", 2, "without a '-- +goose StatementBegin'"),
+            (.goose, "-- +goose ENVSUB ON\n-- +goose Up\nSELECT '${X}';\n", 1, "substitute environment variables"),
+            (.goose, "-- +goose Up\n-- +goose Sideways\n", 2, "unknown goose annotation '-- +goose Sideways'"),
+            (.goose, "-- +goose Up\nSELECT 1;\n-- migrate:down\n", 3, "is a dbmate marker, but the file is declared format=\"goose\""),
+            (.sqlMigrate, "-- +migrate Up sometimes\nSELECT 1;\n", 1, "unknown sql-migrate option 'sometimes'"),
+            (.sqlMigrate, "-- +migrate Down\nDROP TABLE a;\n", 1, "'-- +migrate Down' before any '-- +migrate Up'"),
+            (.sqlMigrate, "-- +migrate Up\nSELECT 1;\n-- +migrate Down\n-- +migrate Up\nSELECT 2;\n", 4, "a second '-- +migrate Up'"),
+            (.dbmate, "-- migrate:up lock:yes\nSELECT 1;\n", 1, "unknown dbmate option 'lock:yes'"),
+            (.dbmate, "create table a (x);\n-- migrate:up\n", 1, "SQL before the '-- migrate:up' marker on line 2"),
+            (.plain, "CREATE TABLE a (x);\n\n  -- +goose down\nDROP TABLE a;\n", 3, "'-- +goose down' is a goose section marker"),
+            (.plain, "-- +migrate Up\nCREATE TABLE a (x);\n", 1, "format=\"sql-migrate\""),
+            (.plain, "CREATE TABLE a (x);\r\n--migrate:down\r\n", 2, "is a dbmate section marker"),
+        ]
+        for (format, text, line, message) in cases {
+            let error = assertThrows(MigrationFormatError.self) { try format.upSection(of: Array(text.utf8)) }
+            XCTAssertEqual(error?.line, line, "\(format): \(text)")
+            XCTAssertTrue(error?.message.contains(message) ?? false, "\(format): expected '\(message)' in \(String(describing: error))")
+        }
+    }
+
+    func testPlainFilesWithoutMarkersRunWhole() throws {
+        let text = "\u{FEFF}-- migrate everything: up to date\n-- +gooseberry\nCREATE TABLE a (x);\n"
+        XCTAssertEqual(try MigrationFormat.plain.upSection(of: Array(text.utf8)),
+                       MigrationSection(range: 0..<text.utf8.count, startLine: 1, endLine: 3, runsInTransaction: true))
+    }
+
+    func testReadingTheFileInChunksFindsTheSameSection() throws {
+        let directory = try makeTemporaryDirectory(self)
+        let file = directory.appendingPathComponent("1_users.sql")
+        let text = Self.gooseFile.replacingOccurrences(of: "CREATE TABLE", with: "\r\nCREATE TABLE")
+        try write(text, to: file)
+        let expected = try MigrationFormat.goose.upSection(of: Array(text.utf8))
+        for chunkSize in 1...40 {
+            XCTAssertEqual(try MigrationFormat.goose.upSection(ofFileAt: file.path, chunkSize: chunkSize), expected, "chunk size \(chunkSize)")
+        }
+        XCTAssertEqual(try MigrationFormat.goose.upSection(ofFileAt: file.path), expected)
+        let missing = assertThrows(MigrationFormatError.self) { try MigrationFormat.goose.upSection(ofFileAt: directory.appendingPathComponent("gone.sql").path) }
+        XCTAssertEqual(missing?.line, 0)
+        XCTAssertTrue(missing?.message.hasPrefix("cannot read the migration file (no such file") ?? false)
+    }
+
+    func testLintReadsOnlyTheUpSectionWithTheFilesLines() throws {
+        let project = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#, files: [
+            "sql/1_a.sql": "-- +goose Up\nCREATE TABLE a (x);\n-- +goose Down\nVACUUM;\n",
+            "sql/2_b.sql": "-- +goose Up\n\nCREATE TABLE b (x);\n\n  VACUUM;\n-- +goose Down\nDROP TABLE b;\n",
+        ])
+        let problems = try project.migrator().lint()
+        XCTAssertEqual(problems.count, 1, "the down section of 1_a.sql is not linted: \(problems)")
+        XCTAssertTrue(problems.first?.location.path.hasSuffix("sql/2_b.sql") ?? false)
+        XCTAssertEqual(problems.first?.location.line, 5, "the file's line, not the section's")
+        XCTAssertEqual(problems.first?.location.column, 3)
+    }
 }

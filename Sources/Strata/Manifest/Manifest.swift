@@ -105,11 +105,13 @@ public enum StepKind: String, Sendable, Equatable, Codable {
 
 /// A SQL migration file.
 public struct MigrationStep: Sendable, Equatable {
-    /// The file name: a migration's identity, unchanged when its folder moves.
+    /// The migration's identity in history: its file name, or the `id` its `<migration>` gives (for layouts such as
+    /// diesel's `<name>/up.sql`); unchanged when its folder moves.
     public let id: String
     /// The resolved file path.
     public let path: String
-    /// False for `transaction="none"` files (VACUUM, `PRAGMA journal_mode`, …), which run outside a transaction.
+    /// False for `transaction="none"` files (VACUUM, `PRAGMA journal_mode`, …) and for files that ask for it in
+    /// their own format (`-- +goose NO TRANSACTION`, …), which run outside a transaction.
     public let runsInTransaction: Bool
     /// True for `foreignKeys="on"`: foreign keys are enforced while the file runs, so `ON DELETE` actions fire.
     /// By default they are off while a migration runs (and checked before it commits), as SQLite's documented
@@ -117,6 +119,19 @@ public struct MigrationStep: Sendable, Equatable {
     public var enforcesForeignKeys = false
     /// Where the manifest declares it (its `<migrations>` or `<migration>` element).
     public let location: SourceLocation
+    /// How the file is laid out: for anything but `.plain` only the up section runs, found by
+    /// `format.upSection(of:)` on the bytes about to run.
+    public let format: MigrationFormat
+
+    init(id: String, path: String, runsInTransaction: Bool, enforcesForeignKeys: Bool = false, location: SourceLocation,
+         format: MigrationFormat = .plain) {
+        self.id = id
+        self.path = path
+        self.runsInTransaction = runsInTransaction
+        self.enforcesForeignKeys = enforcesForeignKeys
+        self.location = location
+        self.format = format
+    }
 }
 
 /// How a seed set's rows meet rows already in the table.

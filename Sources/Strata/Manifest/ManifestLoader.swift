@@ -103,6 +103,9 @@ struct ManifestLoader {
     private mutating func readMigrations(_ element: XMLElement, _ context: Context) {
         var directory: String?
         var found: [String: MigrationStep] = [:]
+        var transactionAttribute: [String: String] = [:]
+        var listed: [String: Int] = [:]
+        let directoryFormat = element.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? .plain
         if let relative = element.attribute("directory") {
             let resolved = context.resolve(relative)
             var isDirectory: ObjCBool = false
@@ -120,7 +123,7 @@ struct ManifestLoader {
                         }
                         found[file] = MigrationStep(id: id, path: file, runsInTransaction: true,
                                                     enforcesForeignKeys: element.attribute("foreignKeys") == "on",
-                                                    location: element.location)
+                                                    location: element.location, format: directoryFormat)
                     }
                 } catch {
                     problem(element, "cannot list migrations directory '\(relative)': \(error.localizedDescription)")
@@ -134,12 +137,40 @@ struct ManifestLoader {
                 problem(child, "migration file '\(file)' cannot be read (\(reason))")
                 continue
             }
-            found[resolved] = MigrationStep(id: (resolved as NSString).lastPathComponent, path: resolved,
+            if let earlier = listed[resolved] {
+                problem(child, "migration file \(file) is listed twice (first on line \(earlier)); a file is one migration")
+                continue
+            }
+            listed[resolved] = child.line
+            found[resolved] = MigrationStep(id: child.attribute("id") ?? (resolved as NSString).lastPathComponent, path: resolved,
                                             runsInTransaction: child.attribute("transaction") != "none",
                                             enforcesForeignKeys: (child.attribute("foreignKeys") ?? element.attribute("foreignKeys")) == "on",
-                                            location: child.location)
+                                            location: child.location,
+                                            format: child.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? directoryFormat)
+            transactionAttribute[resolved] = child.attribute("transaction")
         }
-        migrations += found.values
+        migrations += found.values.compactMap { sectioned($0, transaction: transactionAttribute[$0.path]) }
+    }
+
+    /// Reads the file's sections as its format defines them (a constant-memory pass): a `plain` file holding
+    /// another tool's up/down markers is refused, naming the marker's line, and a declared format's own
+    /// "no transaction" option is folded into the step.
+    private mutating func sectioned(_ step: MigrationStep, transaction: String?) -> MigrationStep? {
+        let section: MigrationSection
+        do {
+            section = try step.format.upSection(ofFileAt: step.path)
+        } catch {
+            let failure = error as? MigrationFormatError
+            problems.append(ManifestProblem(SourceLocation(path: displayPath(step.path), line: max(failure?.line ?? 1, 1)),
+                                            "\(failure?.message ?? "\(error)") (\(step.location))"))
+            return nil
+        }
+        if !section.runsInTransaction && transaction == "file" {
+            problems.append(ManifestProblem(step.location,
+                "migration '\(step.id)' says transaction=\"file\", but the file itself asks to run outside a transaction (\(step.format.rawValue)); remove one of the two"))
+        }
+        return MigrationStep(id: step.id, path: step.path, runsInTransaction: step.runsInTransaction && section.runsInTransaction,
+                             enforcesForeignKeys: step.enforcesForeignKeys, location: step.location, format: step.format)
     }
 
     /// The migration name of a directory entry, or nil when the entry is not a migration. Names that look like
@@ -283,11 +314,20 @@ struct ManifestLoader {
 
     private mutating func finish(path: String) throws -> Manifest {
         var byID: [String: MigrationStep] = [:]
+        var byPath: [String: MigrationStep] = [:]
         for migration in migrations.sorted(by: { $0.location.line < $1.location.line }) {
+            if let first = byPath[migration.path], first.id != migration.id {
+                problems.append(ManifestProblem(migration.location,
+                    "migration file \(migration.path) is listed twice, as '\(first.id)' (\(first.location)) and as '\(migration.id)'; a file is one migration"))
+                continue
+            }
+            byPath[migration.path] = migration
             if let first = byID[migration.id] {
                 if first.path == migration.path { continue }
-                problems.append(ManifestProblem(migration.location,
-                    "migration file name '\(migration.id)' is used twice (\(first.path) and \(migration.path)); a migration's file name is its identity"))
+                let named = [first, migration].contains { $0.id != ($0.path as NSString).lastPathComponent }
+                    ? "migration id '\(migration.id)' is used twice (\(first.path) and \(migration.path)); ids must be unique"
+                    : "migration file name '\(migration.id)' is used twice (\(first.path) and \(migration.path)); a migration's file name is its identity (give one an id=\"…\")"
+                problems.append(ManifestProblem(migration.location, named))
             } else {
                 byID[migration.id] = migration
             }

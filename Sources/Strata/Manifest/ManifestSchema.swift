@@ -29,6 +29,12 @@ enum ManifestSchema {
       <xs:simpleType name="onOff">
         <xs:restriction base="xs:string"><xs:enumeration value="on"/><xs:enumeration value="off"/></xs:restriction>
       </xs:simpleType>
+      <xs:simpleType name="migrationFormat">
+        <xs:restriction base="xs:string">
+          <xs:enumeration value="plain"/><xs:enumeration value="goose"/><xs:enumeration value="sql-migrate"/>
+          <xs:enumeration value="dbmate"/>
+        </xs:restriction>
+      </xs:simpleType>
       <xs:simpleType name="transaction">
         <xs:restriction base="xs:string"><xs:enumeration value="file"/><xs:enumeration value="none"/></xs:restriction>
       </xs:simpleType>
@@ -45,13 +51,16 @@ enum ManifestSchema {
                   <xs:element name="migration" minOccurs="0" maxOccurs="unbounded">
                     <xs:complexType>
                       <xs:attribute name="file" type="nonEmpty" use="required"/>
+                      <xs:attribute name="id" type="nonEmpty"/>
                       <xs:attribute name="transaction" type="transaction"/>
                       <xs:attribute name="foreignKeys" type="onOff"/>
+                      <xs:attribute name="format" type="migrationFormat"/>
                     </xs:complexType>
                   </xs:element>
                 </xs:sequence>
                 <xs:attribute name="directory" type="nonEmpty"/>
                 <xs:attribute name="foreignKeys" type="onOff"/>
+                <xs:attribute name="format" type="migrationFormat"/>
               </xs:complexType>
             </xs:element>
             <xs:element name="seeds">

@@ -38,8 +38,18 @@ public struct Migrator {
             guard let bytes = Self.fileBytes(migration.path, atMost: Self.lintSizeLimit) else {
                 return [(id: String, problem: ManifestProblem)]()
             }
-            return SQLLint.findings(in: bytes, insideTransaction: migration.runsInTransaction).map {
-                (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line, column: $0.column),
+            // Only what runs is linted (a down section may hold anything), at the file's own line numbers.
+            let section: MigrationSection
+            do {
+                section = try migration.format.upSection(of: bytes)
+            } catch {
+                let failure = error as? MigrationFormatError
+                return [(migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: max(failure?.line ?? 1, 1)),
+                                                       "\(failure?.message ?? "\(error)") (\(migration.location))"))]
+            }
+            return SQLLint.findings(in: Array(bytes[section.range]), insideTransaction: migration.runsInTransaction).map {
+                (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line + section.startLine - 1,
+                                                              column: $0.column),
                                                $0.message + " (\(migration.location))"))
             }
         }
