@@ -553,4 +553,20 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(problems.first?.location.line, 5, "the file's line, not the section's")
         XCTAssertEqual(problems.first?.location.column, 3)
     }
+
+    func testAFileInAnotherToolsFormatNeverRunsWhole() throws {
+        let project = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#,
+                                  files: ["sql/1_users.sql": Self.gooseFile])
+        let migrator = try project.migrator()
+        if Migrator.runsUpSections {
+            XCTAssertNil(try migrator.migrate().failure)
+            XCTAssertTrue(try project.database().tableExists("users"), "the up section ran and the down section did not")
+        } else {
+            // Until the script runner runs sections, such a file is refused before anything runs.
+            let error = assertThrows(MigrationError.self) { try migrator.migrate() }
+            guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
+            XCTAssertTrue(refusals.contains { $0.message.contains("cannot yet run only its up section") }, "\(refusals)")
+            XCTAssertFalse(try project.database().tableExists("strata_history"), "nothing ran")
+        }
+    }
 }
