@@ -510,6 +510,11 @@ final class ManifestTests: XCTestCase {
         let harmless = "<manifest version=\"1\"><!-- " + String(repeating: "<a>", count: 40) + " -->"
             + "<models><model type=\"T\" table=\"" + String(repeating: "&lt;a>", count: 40) + "\"/></models></manifest>"
         XCTAssertEqual(try load(harmless).models.first?.typeName, "T")
+        // The refusal names the line of the first element too deep (the 33rd level: the root is the first).
+        let lines = "<manifest version=\"1\">\n" + String(repeating: "<a>\n", count: 40) + String(repeating: "</a>", count: 40) + "</manifest>"
+        let deep = try problems(lines)
+        XCTAssertEqual(deep.map(\.location.line), [33], "\(deep)")
+        XCTAssertNil(deep.first?.location.column, "no column rather than where the reader had read ahead to")
     }
 
     func testOversizedManifestIsRefusedBeforeItIsRead() throws {

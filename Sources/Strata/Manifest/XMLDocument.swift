@@ -96,10 +96,10 @@ final class XMLDocument {
     /// the check sees exactly the elements the parser will: any encoding (UTF-16 too), and nothing inside comments,
     /// CDATA, processing instructions or attribute values. It holds one path from the root, never the tree, and
     /// stops at the first element that is too deep. Errors are left to the real parse, which reports them.
-    static func excessiveNesting(in bytes: [UInt8]) -> (Int, Int)? {
+    static func excessiveNesting(in bytes: [UInt8]) -> (Int, Int?)? {
         let collector = ErrorCollector(path: "")
         return collector.capturing {
-            bytes.withUnsafeBufferPointer { buffer -> (Int, Int)? in
+            bytes.withUnsafeBufferPointer { buffer -> (Int, Int?)? in
                 guard let base = buffer.baseAddress, let count = Int32(exactly: buffer.count) else { return nil }
                 let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue)
                 let reader = base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
@@ -111,8 +111,10 @@ final class XMLDocument {
                 while xmlTextReaderRead(reader) == 1 {
                     // The root is at depth 0, so depth 32 is the 33rd level.
                     if xmlTextReaderNodeType(reader) == element && xmlTextReaderDepth(reader) >= Int32(maximumDepth) {
-                        return (max(Int(xmlTextReaderGetParserLineNumber(reader)), 1),
-                                max(Int(xmlTextReaderGetParserColumnNumber(reader)), 1))
+                        // The element's own line; the reader's column is where its parser has read ahead to, so
+                        // no column is given rather than a wrong one.
+                        let line = xmlTextReaderCurrentNode(reader).map { Int(xmlGetLineNo($0)) } ?? 0
+                        return (max(line, 1), nil)
                     }
                 }
                 return nil
