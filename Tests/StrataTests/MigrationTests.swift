@@ -530,13 +530,18 @@ final class MigrationTests: XCTestCase {
     func testReadingTheFileInChunksFindsTheSameSection() throws {
         let directory = try makeTemporaryDirectory(self)
         let file = directory.appendingPathComponent("1_users.sql")
-        let text = Self.gooseFile.replacingOccurrences(of: "CREATE TABLE", with: "\r\nCREATE TABLE")
-        try write(text, to: file)
-        let expected = try MigrationFormat.goose.upSection(of: Array(text.utf8))
-        for chunkSize in 1...40 {
-            XCTAssertEqual(try MigrationFormat.goose.upSection(ofFileAt: file.path, chunkSize: chunkSize), expected, "chunk size \(chunkSize)")
+        for (format, fixture) in [(MigrationFormat.goose, Self.gooseFile), (.sqlMigrate, Self.sqlMigrateFile), (.dbmate, Self.dbmateFile)] {
+            for lineBreak in ["\n", "\r\n", "\r"] {
+                let text = "\u{FEFF}" + fixture.replacingOccurrences(of: "\n", with: lineBreak)
+                try write(text, to: file)
+                let expected = try format.upSection(of: Array(text.utf8))
+                for chunkSize in 1...40 {
+                    XCTAssertEqual(try format.upSection(ofFileAt: file.path, chunkSize: chunkSize), expected,
+                                   "\(format), \(lineBreak.debugDescription), chunk size \(chunkSize)")
+                }
+                XCTAssertEqual(try format.upSection(ofFileAt: file.path), expected)
+            }
         }
-        XCTAssertEqual(try MigrationFormat.goose.upSection(ofFileAt: file.path), expected)
         let missing = assertThrows(MigrationFormatError.self) { try MigrationFormat.goose.upSection(ofFileAt: directory.appendingPathComponent("gone.sql").path) }
         XCTAssertEqual(missing?.line, 0)
         XCTAssertTrue(missing?.message.hasPrefix("cannot read the migration file (no such file") ?? false)

@@ -103,6 +103,9 @@ struct SectionScanner {
     private var lineStart = 0
     private var prefix: [UInt8] = []
     private var pendingCR = false
+    /// The current line's first two non-blank bytes are not `--`: nothing more of it is kept.
+    private var lineIsSQL = false
+    private var nonBlank = 0
 
     private var upMarkerLine: Int?
     private var upStart: Int?
@@ -118,10 +121,15 @@ struct SectionScanner {
     }
 
     mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>) throws {
-        for byte in bytes {
+        guard let base = bytes.baseAddress else { return }
+        let count = bytes.count
+        var index = 0
+        while index < count {
+            let byte = base[index]
             if pendingCR {
                 pendingCR = false
                 if byte == 0x0A {
+                    index += 1
                     offset += 1
                     try endLine(next: offset)
                     continue
@@ -134,10 +142,25 @@ struct SectionScanner {
             } else if byte == 0x0D {
                 offset += 1
                 pendingCR = true
+            } else if lineIsSQL {
+                // The rest of a SQL line cannot hold a marker: skip to its end with memchr (most of a large file).
+                let rest = count - index
+                let newline = memchr(base + index, 0x0A, rest).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? count
+                let carriage = memchr(base + index, 0x0D, newline - index).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? newline
+                offset += carriage - index
+                index = carriage
+                continue
             } else {
                 if prefix.count < Self.prefixLimit { prefix.append(byte) }
                 offset += 1
+                // A line is SQL as soon as its first two non-blank bytes are not `--` (a BOM is not text).
+                let isBOM = lineStart == 0 && offset <= 3 && (byte == 0xEF || byte == 0xBB || byte == 0xBF)
+                if !isBOM && byte != 0x20 && byte != 0x09 && byte != 0x0C && byte != 0x0B {
+                    nonBlank += 1
+                    if byte != 0x2D && nonBlank <= 2 { lineIsSQL = true }
+                }
             }
+            index += 1
         }
     }
 
@@ -170,6 +193,12 @@ struct SectionScanner {
             line += 1
             lineStart = next
             prefix.removeAll(keepingCapacity: true)
+            lineIsSQL = false
+            nonBlank = 0
+        }
+        if lineIsSQL {
+            if upMarkerLine == nil && firstSQLLine == nil { firstSQLLine = line }
+            return
         }
         var text = prefix[...]
         if lineStart == 0, text.starts(with: [0xEF, 0xBB, 0xBF]) { text = text.dropFirst(3) }
