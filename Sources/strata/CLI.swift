@@ -103,8 +103,10 @@ enum CLI {
         } catch let error as ManifestError {
             // An invalid manifest stops every command before it touches the database.
             output?.object(["command": .string(spec.name), "error": "invalid-manifest",
-                            "problems": .array(error.problems.map(Commands.json))])
+                            "problems": .array(error.problems.map(Commands.json)),
+                            "warnings": .array(error.warnings.map(Commands.json))])
             printError(error.description)
+            if output?.quiet != true { for warning in error.warnings { printError("warning: \(warning)") } }
             return spec.name == "validate" ? ExitCode.stepFailed : ExitCode.refused
         } catch let error as MigrationError {
             let code: Int32

@@ -68,6 +68,14 @@ final class CLITests: XCTestCase {
         let migrate = try runStrata(["migrate", "--manifest", "manifest.xml"], in: project.root)
         XCTAssertEqual(migrate.status, 0, migrate.stderr)
         XCTAssertTrue(migrate.stderr.hasPrefix(warning), "every command says what it leaves out: \(migrate.stderr)")
+        // A refused manifest still shows its warnings.
+        try project.file("sql/3_c.sql", "-- migrate:up\nCREATE TABLE c (x);\n-- migrate:down\nDROP TABLE c;\n")
+        let refused = try runStrata(["validate", "--manifest", "manifest.xml", "--format", "json"], in: project.root)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("sql/3_c.sql:1: '-- migrate:up' is a dbmate section marker"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains(warning), refused.stderr)
+        let refusedObject = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(refused.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual((refusedObject["warnings"] as? [Any])?.count, 1)
     }
 
     func testPlanShowsTheDeclaredFormatAndOnlyTheUpSection() throws {

@@ -33,9 +33,12 @@ public struct ManifestProblem: Sendable, Equatable, CustomStringConvertible {
 /// Every problem found while loading a manifest, not only the first.
 public struct ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
     public let problems: [ManifestProblem]
+    /// What the manifest would have carried in `Manifest.warnings`, so a refusal does not hide them.
+    public let warnings: [ManifestProblem]
 
-    public init(problems: [ManifestProblem]) {
+    public init(problems: [ManifestProblem], warnings: [ManifestProblem] = []) {
         self.problems = problems
+        self.warnings = warnings
     }
 
     public var description: String {

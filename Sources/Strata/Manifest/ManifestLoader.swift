@@ -353,12 +353,13 @@ struct ManifestLoader {
                 modelTypes[model.typeName] = location
             }
         }
+        let warnings = warnings.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) }
         guard problems.isEmpty else {
-            throw ManifestError(problems: problems.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) })
+            throw ManifestError(problems: problems.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) },
+                                warnings: warnings)
         }
         return Manifest(path: path, databasePath: databasePath, migrations: ordered, seeds: seeds, models: models,
-                        migrationDirectory: migrationDirectory,
-                        warnings: warnings.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) })
+                        migrationDirectory: migrationDirectory, warnings: warnings)
     }
 
     // MARK: Helpers
