@@ -370,6 +370,21 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(try project.manifest().migrations.count, 0, "no file created")
     }
 
+    func testNewMigrationInADeclaredFormatHasItsSections() throws {
+        let markers: [(MigrationFormat, up: String, down: String)] = [
+            (.goose, "-- +goose Up", "-- +goose Down"), (.sqlMigrate, "-- +migrate Up", "-- +migrate Down"),
+            (.dbmate, "-- migrate:up", "-- migrate:down"),
+        ]
+        for (format, up, down) in markers {
+            let manifest = "<manifest version=\"1\"><migrations directory=\"sql\" format=\"\(format.rawValue)\"/></manifest>"
+            let project = try Project(self, manifest: manifest, files: ["sql/001_a.sql": "\(up)\nCREATE TABLE a (x);\n"])
+            let path = try MigrationFile.create(named: "add b", in: try project.manifest())
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            XCTAssertTrue(text.contains("\n\(up)\n") && text.contains("\n\(down)\n"), "\(format): \(text)")
+            XCTAssertEqual(try project.manifest().migrations.last?.id, "002_add_b.sql", "the new file is a valid \(format) file")
+        }
+    }
+
     func testLockHeldByAnotherConnectionTimesOutWithAClearMessage() throws {
         let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);"])
         let holder = try project.database()

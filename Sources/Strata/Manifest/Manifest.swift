@@ -21,6 +21,8 @@ public struct Manifest: Sendable, Equatable {
     public let models: [ModelMapping]
     /// The top manifest's first `<migrations directory>`, where `strata new` creates files.
     public let migrationDirectory: String?
+    /// That directory's `format`, which the files `strata new` creates follow.
+    public let migrationDirectoryFormat: MigrationFormat
     /// Things worth a look that do not stop the manifest from loading, e.g. a `2_b.SQL` file a migrations
     /// directory does not take; `strata validate` prints them.
     public let warnings: [ManifestProblem]
@@ -39,8 +41,9 @@ public struct Manifest: Sendable, Equatable {
     }
 
     init(path: String, databasePath: String?, migrations: [MigrationStep], seeds: [SeedStep], models: [ModelMapping],
-         migrationDirectory: String?, warnings: [ManifestProblem] = []) {
+         migrationDirectory: String?, migrationDirectoryFormat: MigrationFormat = .plain, warnings: [ManifestProblem] = []) {
         self.path = path
+        self.migrationDirectoryFormat = migrationDirectoryFormat
         self.warnings = warnings
         self.migrationDirectory = migrationDirectory
         self.databasePath = databasePath

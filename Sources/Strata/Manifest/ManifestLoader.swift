@@ -10,6 +10,7 @@ struct ManifestLoader {
     private var seeds: [SeedStep] = []
     private var models: [ModelMapping] = []
     private var migrationDirectory: String?
+    private var migrationDirectoryFormat = MigrationFormat.plain
     /// The manifests being read, outermost first, to refuse include cycles. A manifest is known by its device and
     /// inode where it has them, so a path through a symbolic link to a directory is not a new manifest.
     private var includeStack: [(path: String, identity: FileCheck.Identity?)] = []
@@ -56,6 +57,7 @@ struct ManifestLoader {
             case "migrations":
                 if isTop, migrationDirectory == nil, let directory = element.attribute("directory") {
                     migrationDirectory = context.resolve(directory)
+                    migrationDirectoryFormat = element.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? .plain
                 }
                 readMigrations(element, context)
             case "seeds":
@@ -359,7 +361,8 @@ struct ManifestLoader {
                                 warnings: warnings)
         }
         return Manifest(path: path, databasePath: databasePath, migrations: ordered, seeds: seeds, models: models,
-                        migrationDirectory: migrationDirectory, warnings: warnings)
+                        migrationDirectory: migrationDirectory, migrationDirectoryFormat: migrationDirectoryFormat,
+                        warnings: warnings)
     }
 
     // MARK: Helpers

@@ -88,6 +88,16 @@ extension MigrationFormat {
         return try scanner.finish()
     }
 
+    /// The markers of an empty file in this format (what `strata new` writes after its comment header).
+    var skeleton: String {
+        switch self {
+        case .plain: ""
+        case .goose: "-- +goose Up\n\n-- +goose Down\n"
+        case .sqlMigrate: "-- +migrate Up\n\n-- +migrate Down\n"
+        case .dbmate: "-- migrate:up\n\n-- migrate:down\n"
+        }
+    }
+
     /// The tool's name as messages and the manifest write it.
     var toolName: String { rawValue }
 }

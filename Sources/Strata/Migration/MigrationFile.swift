@@ -49,6 +49,7 @@ public enum MigrationFile {
             throw MigrationError.invalidStep("\(path) already exists")
         }
         let header = "-- \(name)\n-- Runs once, inside a transaction with its history row; see README \"Migrations\".\n\n"
+            + manifest.migrationDirectoryFormat.skeleton
         guard FileManager.default.createFile(atPath: path, contents: Data(header.utf8)) else {
             throw MigrationError.invalidStep("cannot create \(path)")
         }
