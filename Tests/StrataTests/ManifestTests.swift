@@ -309,10 +309,10 @@ final class ManifestTests: XCTestCase {
                           "no problem at line \(line) containing '\(text)' in:\n\(found.map(\.description).joined(separator: "\n"))")
         }
         has(3, "'/dev/zero' cannot be read (/dev/zero is a character device, not a regular file)")
-        has(4, "is a FIFO (named pipe), not a regular file")
+        has(4, "is a FIFO, not a regular file")
         has(5, "is a directory")
         has(9, "'/dev/urandom' cannot be read (/dev/urandom is a character device, not a regular file)")
-        has(10, "is a FIFO (named pipe), not a regular file")
+        has(10, "is a FIFO, not a regular file")
         XCTAssertFalse(found.contains { $0.location.line == 6 || $0.location.line == 11 }, "a symlink to a regular file is fine: \(found)")
         XCTAssertEqual(found.count, 5, "\(found)")
     }
@@ -331,7 +331,7 @@ final class ManifestTests: XCTestCase {
         XCTAssertTrue(messages.contains("2_dangling.sql is a symbolic link to 'gone.sql', which does not exist"), messages)
         XCTAssertTrue(messages.contains("a file name that is not valid UTF-8 ('3_\\xFF\\xFE.sql')"), messages)
         XCTAssertTrue(messages.contains("migration file '4_pipe.sql' in '../sql' cannot be read"), messages)
-        XCTAssertTrue(messages.contains("is a FIFO (named pipe), not a regular file"), messages)
+        XCTAssertTrue(messages.contains("is a FIFO, not a regular file"), messages)
         XCTAssertEqual(found.count, 3, messages)
     }
 
@@ -537,8 +537,8 @@ final class ManifestTests: XCTestCase {
         }
         XCTAssertEqual(message("/dev/zero"), "cannot read the manifest (/dev/zero is a character device, not a regular file)")
         XCTAssertEqual(message(root.appendingPathComponent("pipe.xml").path),
-                       "cannot read the manifest (\(root.appendingPathComponent("pipe.xml").path) is a FIFO (named pipe), not a regular file)")
-        XCTAssertEqual(message(root.path), "cannot read the manifest (\(root.path) is a directory)")
+                       "cannot read the manifest (\(root.appendingPathComponent("pipe.xml").path) is a FIFO, not a regular file)")
+        XCTAssertEqual(message(root.path), "cannot read the manifest (\(root.path) is a directory, not a regular file)")
         let found = try problems(#"<manifest version="1"><include manifest="/dev/null"/></manifest>"#)
         XCTAssertEqual(found.map(\.message), ["included manifest '/dev/null' cannot be read (/dev/null is a character device, not a regular file)"])
     }

@@ -20,23 +20,8 @@ enum FileCheck {
             default: return "\(path): \(String(cString: strerror(error)))"
             }
         }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: break
-        case S_IFDIR: return "\(path) is a directory"
-        case S_IFIFO: return "\(path) is a FIFO (named pipe), not a regular file"
-        case S_IFCHR: return "\(path) is a character device, not a regular file"
-        case S_IFBLK: return "\(path) is a block device, not a regular file"
-        case S_IFSOCK: return "\(path) is a socket, not a regular file"
-        default: return "\(path) is not a regular file"
-        }
+        guard info.st_mode & S_IFMT == S_IFREG else { return "\(path) is \(RegularFile.kind(info.st_mode)), not a regular file" }
         return access(path, R_OK) == 0 ? nil : "permission denied: \(path)"
-    }
-
-    /// The file's size in bytes (following symbolic links), or nil when it cannot be read.
-    static func size(at path: String) -> Int? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Int(exactly: info.st_size)
     }
 
     /// Device and inode: the same file under any name, so a cycle through a symbolic link is still a cycle.
@@ -55,26 +40,19 @@ enum FileCheck {
     /// `limit + 1` bytes are read, so a file that grows meanwhile cannot make the reader hold more than that.
     static func read(_ path: String, limit: Int) -> Result<[UInt8], ReadFailure> {
         if let problem = problem(at: path) { return .failure(.unreadable(problem)) }
-        if let size = size(at: path), size > limit { return .failure(.tooLarge(size)) }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return .failure(.unreadable("\(path): \(String(cString: strerror(errno)))")) }
-        defer { close(descriptor) }
-        let capacity = limit + 1
-        var bytes = [UInt8](repeating: 0, count: capacity)
-        var count = 0
-        while count < capacity {
-            let got = bytes.withUnsafeMutableBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return 0 }
-                return Foundation.read(descriptor, base + count, capacity - count)
+        do {
+            let file = try RegularFile(path: path)
+            guard file.size <= limit else { return .failure(.tooLarge(file.size)) }
+            var bytes: [UInt8] = []
+            while bytes.count <= limit {
+                let chunk = try file.read(upTo: limit + 1 - bytes.count)
+                if chunk.isEmpty { break }
+                bytes += chunk
             }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { return .failure(.unreadable("\(path): \(String(cString: strerror(errno)))")) }
-            if got == 0 { break }
-            count += got
+            return bytes.count <= limit ? .success(bytes) : .failure(.tooLarge(nil))
+        } catch {
+            return .failure(.unreadable("\(error)"))
         }
-        guard count <= limit else { return .failure(.tooLarge(nil)) }
-        bytes.removeSubrange(count...)
-        return .success(bytes)
     }
 
     enum ReadFailure: Error {

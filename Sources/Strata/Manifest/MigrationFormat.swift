@@ -66,24 +66,18 @@ extension MigrationFormat {
         if let problem = FileCheck.problem(at: path) {
             throw MigrationFormatError(line: 0, message: "cannot read the migration file (\(problem))")
         }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw MigrationFormatError(line: 0, message: "cannot read the migration file (\(String(cString: strerror(errno))))")
-        }
-        defer { close(descriptor) }
         var scanner = SectionScanner(format: self)
-        var chunk = [UInt8](repeating: 0, count: max(chunkSize, 1))
-        while true {
-            let got = chunk.withUnsafeMutableBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return 0 }
-                return read(descriptor, base, buffer.count)
+        do {
+            let file = try RegularFile(path: path)
+            while true {
+                let chunk = try file.read(upTo: max(chunkSize, 1))
+                if chunk.isEmpty { break }
+                try chunk.withUnsafeBufferPointer { try scanner.feed($0) }
             }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else {
-                throw MigrationFormatError(line: 0, message: "cannot read the migration file (\(String(cString: strerror(errno))))")
-            }
-            if got == 0 { break }
-            try chunk.withUnsafeBufferPointer { try scanner.feed(UnsafeBufferPointer(rebasing: $0[..<got])) }
+        } catch let error as MigrationFormatError {
+            throw error
+        } catch {
+            throw MigrationFormatError(line: 0, message: "cannot read the migration file (\(error))")
         }
         return try scanner.finish()
     }
