@@ -578,15 +578,21 @@ final class MigrationTests: XCTestCase {
         let project = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#,
                                   files: ["sql/1_users.sql": Self.gooseFile])
         let migrator = try project.migrator()
-        if Migrator.runsUpSections {
-            XCTAssertNil(try migrator.migrate().failure)
-            XCTAssertTrue(try project.database().tableExists("users"), "the up section ran and the down section did not")
-        } else {
-            // Until the script runner runs sections, such a file is refused before anything runs.
-            let error = assertThrows(MigrationError.self) { try migrator.migrate() }
-            guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
-            XCTAssertTrue(refusals.contains { $0.message.contains("cannot yet run only its up section") }, "\(refusals)")
-            XCTAssertFalse(try project.database().tableExists("strata_history"), "nothing ran")
-        }
+        XCTAssertNil(try migrator.migrate().failure)
+        let db = try project.database()
+        XCTAssertTrue(try db.tableExists("users"), "the up section ran and the down section did not")
+        XCTAssertEqual(try db.scalar("SELECT applied_sql FROM strata_history", as: String.self), Self.gooseFile,
+                       "the whole file is recorded")
+        XCTAssertEqual(try migrator.status().map(\.state), [.applied], "and its checksum is the whole file's")
+    }
+
+    func testAnErrorInAnUpSectionNamesTheFilesOwnLine() throws {
+        let file = Self.gooseFile.replacingOccurrences(of: "    touched_at TEXT\n);", with: "    touched_at TEXT\n);\nINSERT INTO nowhere VALUES (1);")
+        let project = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#,
+                                  files: ["sql/1_users.sql": file])
+        let failure = try XCTUnwrap(try project.migrator().migrate().failure)
+        XCTAssertEqual([failure.line, failure.column], [8, 1])
+        XCTAssertTrue(failure.message.contains("no such table: nowhere"), failure.message)
+        XCTAssertFalse(try project.database().tableExists("users"))
     }
 }

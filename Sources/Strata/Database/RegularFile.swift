@@ -47,6 +47,17 @@ final class RegularFile {
         return bytes
     }
 
+    /// The rest of the file.
+    func readToEnd() throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(size)
+        while true {
+            let chunk = try read(upTo: 1 << 20)
+            if chunk.isEmpty { return bytes }
+            bytes.append(contentsOf: chunk)
+        }
+    }
+
     /// "a directory", "a FIFO", … for messages.
     static func kind(_ mode: mode_t) -> String {
         switch mode & S_IFMT {

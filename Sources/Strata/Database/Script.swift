@@ -58,13 +58,23 @@ extension Database {
         }, beforeEach: beforeEach, afterEach: afterEach)
     }
 
+    /// Runs part of a file held in memory whose first byte starts line `startLine` (an up section), so errors
+    /// carry the file's own line numbers.
+    func executeScript(_ bytes: [UInt8], startLine: Int, afterEach: (() -> Void)?) throws {
+        var pending: [UInt8]? = bytes
+        try executeScript(reading: {
+            defer { pending = nil }
+            return pending
+        }, startLine: startLine, beforeEach: nil, afterEach: afterEach)
+    }
+
     /// The one execution path for in-memory and streamed scripts: `readChunk` returns the next bytes, nil at the end.
-    private func executeScript(reading readChunk: () throws -> [UInt8]?,
+    private func executeScript(reading readChunk: () throws -> [UInt8]?, startLine: Int = 1,
                                beforeEach: ((Statement) throws -> Void)?, afterEach: (() -> Void)?) throws {
         guard !isClosed else { throw DatabaseError.misuse("the database connection is closed") }
         var buffer = ScriptBuffer()
         var scanner = SQLScanner()
-        var position = TextPosition()
+        var position = TextPosition(line: startLine)
         var consumed = 0
         var scanned = 0
         var endOfInput = false

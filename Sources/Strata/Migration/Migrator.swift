@@ -23,10 +23,6 @@ public struct Migrator {
 
     // MARK: Validation
 
-    /// Whether the apply path runs only `format.upSection` of a file in another tool's format. Until it does, such
-    /// files are refused rather than run whole; the script runner sets this to true when it runs sections.
-    static let runsUpSections = false
-
     /// Larger files are checked statement by statement as they run instead, so `validate` never reads a huge
     /// data load into memory.
     static let lintSizeLimit = 4 << 20
@@ -145,10 +141,6 @@ public struct Migrator {
         }
         refusals += lintFindings(pendingMigrations)
             .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
-        refusals += pendingMigrations.filter { $0.format != .plain && !Self.runsUpSections }.map {
-            Refusal(reason: .invalidSQL, id: $0.id,
-                    message: "\($0.id) is declared format=\"\($0.format.rawValue)\", but this build's script runner cannot yet run only its up section; run whole, its down section would undo it")
-        }
         let id = forMigrate && options.expectedPlanID == nil ? "" : try planID(steps)
         if let expected = options.expectedPlanID, expected != id {
             refusals.append(Refusal(reason: .planChanged, id: expected,
@@ -528,38 +520,56 @@ public struct Migrator {
         return bytes
     }
 
-    /// Runs the file streamed from disk under the rules SQLite's authorizer enforces (see `ScriptRules`), and
-    /// returns the checksum and (for small files) the text of exactly the bytes that ran.
+    /// Runs the file under the rules SQLite's authorizer enforces (see `ScriptRules`), and returns the checksum and
+    /// (for small files) the text of exactly the bytes that ran. A plain file streams from disk; a file in another
+    /// tool's format is read whole once, and only its up section runs, at the file's own line numbers.
     private func run(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?,
                      statementFinished: (() -> Void)? = nil) throws -> (checksum: String, text: String?) {
-        let hasher: NormalizingHasher
-        do { hasher = try NormalizingHasher(content: .sql) } catch {
-            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
-                              column: nil, message: "\(error)")
+        func failure(_ message: String, line: Int? = nil, column: Int? = nil) -> StepFailure {
+            StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: line,
+                        column: column, message: message)
         }
+        let hasher: NormalizingHasher
+        do { hasher = try NormalizingHasher(content: .sql) } catch { throw failure("\(error)") }
         var kept: [UInt8]? = []
+        func observe(_ chunk: UnsafeBufferPointer<UInt8>) {
+            hasher.update(chunk)
+            if let count = kept?.count {
+                if count + chunk.count <= Self.recordedTextLimit { kept?.append(contentsOf: chunk) } else { kept = nil }
+            }
+        }
         do {
             try database.withAuthorizer(ScriptRules(insideTransaction: migration.runsInTransaction)) {
-                try database.executeScript(contentsOfFile: migration.path, progress: { read, total in
-                    progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
-                }, observe: { chunk in
-                    hasher.update(chunk)
-                    if let count = kept?.count {
-                        if count + chunk.count <= Self.recordedTextLimit { kept?.append(contentsOf: chunk) } else { kept = nil }
-                    }
-                }, beforeEach: nil, afterEach: statementFinished)
+                guard migration.format != .plain else {
+                    try database.executeScript(contentsOfFile: migration.path, progress: { read, total in
+                        progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
+                    }, observe: observe, beforeEach: nil, afterEach: statementFinished)
+                    return
+                }
+                let bytes: [UInt8]
+                do { bytes = try RegularFile(path: migration.path).readToEnd() } catch {
+                    throw DatabaseError(code: SQLITE_CANTOPEN, message: "\(error)")
+                }
+                bytes.withUnsafeBufferPointer(observe)
+                let section: MigrationSection
+                do { section = try migration.format.upSection(of: bytes) } catch let error as MigrationFormatError {
+                    throw failure(error.message, line: error.line)
+                }
+                guard section.runsInTransaction == migration.runsInTransaction else {
+                    throw failure("the file's own transaction option changed since the manifest was read; run again")
+                }
+                try database.executeScript(Array(bytes[section.range]), startLine: section.startLine,
+                                           afterEach: statementFinished)
             }
         } catch let error as DatabaseError {
             let message = error.line == nil && error.resultCode == SQLITE_CANTOPEN
                 ? "cannot read the migration file (\(error.message))" : error.message
-            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: error.line,
-                              column: error.column, message: message)
+            throw failure(message, line: error.line, column: error.column)
         }
         do {
             return (try hasher.finish(), kept.map { Checksum.normalizedText($0) })
         } catch {
-            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
-                              column: nil, message: "\(error)")
+            throw failure("\(error)")
         }
     }
 
