@@ -77,10 +77,14 @@ struct Commands {
 
     private func validate() throws -> Int32 {
         let manifest = try self.manifest()
-        let problems = Migrator(manifest: manifest, database: try Database(.inMemory)).lint()
+        let migrator = Migrator(manifest: manifest, database: try Database(.inMemory))
+        let problems = migrator.lint()
+        let unchecked = migrator.lintWarnings()
+        for warning in unchecked { output.log("warning: \(warning)") }
+        let warnings = JSON.array((manifest.warnings + unchecked).map(Self.json))
         if !problems.isEmpty {
             output.object(["command": "validate", "valid": false, "problems": .array(problems.map(Self.json)),
-                           "warnings": .array(manifest.warnings.map(Self.json))])
+                           "warnings": warnings])
             printError(problems.map(\.description).joined(separator: "\n"))
             return ExitCode.stepFailed
         }
@@ -89,7 +93,7 @@ struct Commands {
         output.line("ok: \(summary)")
         output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
                        "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count),
-                       "warnings": .array(manifest.warnings.map(Self.json))])
+                       "warnings": warnings])
         return ExitCode.success
     }
 

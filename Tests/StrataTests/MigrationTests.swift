@@ -302,6 +302,11 @@ final class MigrationTests: XCTestCase {
         ])
         XCTAssertGreaterThan(padding.utf8.count, Migrator.lintSizeLimit)
         XCTAssertEqual(try project.migrator().lint(), [], "files above the lint limit are not read ahead of time")
+        XCTAssertEqual(try project.migrator().lintWarnings().map { ($0.location.path as NSString).lastPathComponent },
+                       ["1_big.sql", "2_big.sql"], "but validate says so")
+        let validate = try project.strata(["validate"])
+        XCTAssertEqual(validate.status, 0)
+        XCTAssertTrue(validate.stderr.contains("sql/2_big.sql:1: not checked ahead of time (4 MiB"), validate.stderr)
         let report = try project.migrator().migrate()
         XCTAssertEqual(report.applied.map(\.id), ["1_big.sql"])
         let failure = try XCTUnwrap(report.failure)

@@ -33,6 +33,16 @@ public struct Migrator {
         lintFindings(manifest.migrations).map(\.problem)
     }
 
+    /// Migrations `lint()` could not check ahead of time because they are larger than `lintSizeLimit`: said, not
+    /// passed over in silence. SQLite's authorizer still checks each of their statements as it runs.
+    public func lintWarnings() -> [ManifestProblem] {
+        manifest.migrations.compactMap { migration in
+            guard let size = try? RegularFile(path: migration.path).size, size > Self.lintSizeLimit else { return nil }
+            return ManifestProblem(SourceLocation(path: displayPath(migration.path), line: 1),
+                "not checked ahead of time (\(size >> 20) MiB, over the \(Self.lintSizeLimit >> 20) MiB read ahead); each statement is checked as it runs, and a refused one fails and rolls back the step (\(migration.location))")
+        }
+    }
+
     private func lintFindings(_ migrations: [MigrationStep]) -> [(id: String, problem: ManifestProblem)] {
         migrations.flatMap { migration in
             guard let bytes = Self.fileBytes(migration.path, atMost: Self.lintSizeLimit) else {
