@@ -127,7 +127,7 @@ struct Commands {
                 progress.update(id: id, rows: rows, bytesRead: read, totalBytes: total)
             case .scriptProgress(let id, let read, let total):
                 progress.update(id: id, bytesRead: read, totalBytes: total)
-            case .waiting(let message):
+            case .waiting(let message), .notice(let message):
                 output.log(message)
             }
         }
@@ -149,7 +149,7 @@ struct Commands {
             if let unfinished = report.unfinishedRollback {
                 output.error("  \(failure.id) is not fully rolled back yet: SQLite could not finish (\(unfinished)); the journal beside \(path) holds what undoes it, and the next command that opens the database (e.g. 'strata status') completes the rollback.")
             } else if case .partlyApplied = failure.aftermath {
-                output.error("  \(failure.id) ran outside a transaction and stopped part-way, as said above; nothing after it ran.")
+                output.error("  \(failure.id) ran outside a transaction and failed; what stayed applied is said above; nothing after it ran.")
             } else {
                 output.error("  \(failure.id) was rolled back and left no trace; nothing after it ran.")
             }

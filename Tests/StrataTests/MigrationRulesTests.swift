@@ -321,4 +321,166 @@ final class MigrationRulesTests: XCTestCase {
                        Checksum.algorithmVersion, "repair re-records under the current version")
         XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied])
     }
+
+    // MARK: Found by a hostile review
+
+    func testATempTableNamedLikeHistoryCannotTakeItsWrites() throws {
+        let shadow = "CREATE TEMP TABLE strata_history (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count, state, tool_version, applied_sql, runner, error, PRIMARY KEY (kind, identity));"
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE ledger (amount);\n" + shadow,
+                                                "sql/2_b.sql": "INSERT INTO ledger VALUES (100);"])
+        XCTAssertEqual(try project.migrator().lint().count, 1, "validate refuses it")
+        let db = try Database()
+        XCTAssertThrowsError(try runGuarded(shadow, insideTransaction: false, on: db))
+        XCTAssertThrowsError(try runGuarded("CREATE TEMP VIEW strata_history AS SELECT 1", on: db))
+        // A temp table made on the connection some other way does not take the history's rows either.
+        let migrator = try project.migrator()
+        try migrator.database.execute(shadow)
+        try project.file("sql/1_a.sql", "CREATE TABLE ledger (amount);")
+        XCTAssertNil(try migrator.migrate().failure)
+        XCTAssertEqual(try migrator.migrate().applied, [], "recorded in main.strata_history, so nothing runs twice")
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM ledger", as: Int.self), 1)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM strata_history", as: Int.self), 2)
+    }
+
+    func testHistoryThroughAnAttachedAliasOfTheSameFileIsRefused() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let path = dir.appendingPathComponent("db.sqlite").path
+        let db = try Database(path: path)
+        try db.execute(HistoryStore.createSQL)
+        try db.execute("ATTACH DATABASE ? AS h", [path])
+        XCTAssertThrowsError(try runGuarded("DELETE FROM h.strata_history", insideTransaction: false, on: db))
+        try db.execute("ATTACH DATABASE ':memory:' AS other")
+        try runGuarded("CREATE TABLE other.strata_history (x); INSERT INTO other.strata_history VALUES (1);",
+                       insideTransaction: false, on: db)
+        for pragma in ["PRAGMA writable_schema = ON", "PRAGMA query_only = 1", "PRAGMA case_sensitive_like = 1",
+                       "PRAGMA journal_mode = OFF", "PRAGMA main.journal_mode = memory"] {
+            XCTAssertThrowsError(try runGuarded(pragma, insideTransaction: false, on: try Database()), pragma)
+            XCTAssertEqual(SQLLint.findings(in: pragma, insideTransaction: false).count, 1, pragma)
+        }
+        try runGuarded("PRAGMA journal_mode = WAL; PRAGMA journal_mode = DELETE;", insideTransaction: false, on: try Database(path: dir.appendingPathComponent("w.sqlite").path))
+    }
+
+    func testWhatAFileChangesOnTheConnectionDoesNotReachTheNextFile() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/>
+              <migrations directory="sql"><migration file="2_settings.sql" transaction="none"/></migrations></manifest>
+            """, files: [
+                "sql/1_t.sql": "CREATE TABLE t (x); CREATE TABLE log (m);",
+                "sql/2_settings.sql": """
+                    PRAGMA recursive_triggers = ON;
+                    PRAGMA ignore_check_constraints = ON;
+                    ATTACH DATABASE ':memory:' AS scratch;
+                    CREATE TEMP TRIGGER spy AFTER INSERT ON main.t BEGIN INSERT INTO log VALUES ('fired'); END;
+                    """,
+                "sql/3_insert.sql": "INSERT INTO t VALUES (1);",
+            ])
+        let migrator = try project.migrator()
+        XCTAssertNil(try migrator.migrate().failure)
+        let db = migrator.database
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM log", as: Int.self), 0, "the temp trigger did not outlive its file")
+        XCTAssertEqual(try db.scalar("PRAGMA recursive_triggers", as: Int.self), 0)
+        XCTAssertEqual(try db.scalar("PRAGMA ignore_check_constraints", as: Int.self), 0)
+        XCTAssertEqual(try db.query("PRAGMA database_list").all().count, 2, "main and temp only: scratch was detached")
+    }
+
+    func testALoneCRInsideALineCommentIsDataForTheChecksum() throws {
+        // SQLite ends a `--` comment only at LF: here `CREATE TABLE b` is comment, and turning the CR into LF runs it.
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);\n-- add b\rCREATE TABLE b (x);\n"])
+        XCTAssertNil(try project.migrator().migrate().failure)
+        XCTAssertFalse(try project.database().tableExists("b"))
+        try project.file("sql/1_a.sql", "CREATE TABLE a (x);\n-- add b\nCREATE TABLE b (x);\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.drifted])
+        try project.file("sql/1_a.sql", "CREATE TABLE a (x);\r\n-- add b\rCREATE TABLE b (x);\r\n")
+        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied], "CRLF ends a comment as LF does")
+        for chunk in 1...4 {
+            // The CR's meaning depends on the next byte, which a chunked read may deliver later.
+            let bytes = Array("-- c\rX\n-- d\r\nY\r".utf8)
+            let hasher = try NormalizingHasher(content: .sql)
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(offset + chunk, bytes.count)
+                bytes[offset..<end].withUnsafeBufferPointer { hasher.update($0) }
+                offset = end
+            }
+            XCTAssertEqual(try hasher.finish(), try Checksum.of(Array("-- c\rX\n-- d\nY\n".utf8)), "chunk \(chunk)")
+        }
+    }
+
+    func testAStatementWithParametersInAScriptIsAnError() throws {
+        let db = try Database()
+        for script in ["CREATE TABLE s (k, v);\nINSERT INTO s VALUES ('rate', ?);", "SELECT :name;", "SELECT @x;", "SELECT $currency;"] {
+            let error = assertThrows(DatabaseError.self) { try db.executeScript(script) }
+            XCTAssertTrue(error?.message.contains("binds no values") ?? false, String(describing: error))
+        }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM s", as: Int.self), 0)
+    }
+
+    func testASQLiteRollbackInsideANoneFileIsNotCalledApplied() throws {
+        let project = try noneProject("BEGIN;\nINSERT INTO a VALUES (1);\nCOMMIT;\nBEGIN;\nINSERT INTO a VALUES (3);\nINSERT OR ROLLBACK INTO nowhere VALUES (1);\nCOMMIT;\n")
+        let failure = try XCTUnwrap(try project.migrator().migrate().failure)
+        guard case .partlyApplied(let kept) = failure.aftermath else { return XCTFail("\(failure)") }
+        XCTAssertTrue(kept.contains("except those inside the transaction the file had open, which were rolled back"), kept)
+        XCTAssertEqual(try project.database().scalar("SELECT group_concat(x) FROM a", as: String.self), "1")
+    }
+
+    func testANoneFileWhoseForeignKeyCheckCannotRunIsRecordedFailed() throws {
+        let project = try noneProject("CREATE TABLE p (id INTEGER, name TEXT);\nCREATE TABLE c (pname TEXT REFERENCES p(name));\n")
+        let result = try project.strata(["migrate", "--format", "json"])
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertTrue(result.stdout.contains("foreign key check could not run"), result.stdout)
+        XCTAssertTrue(result.stdout.contains(#""state":"partly-applied""#), result.stdout)
+        XCTAssertEqual(try project.database().scalar("SELECT state FROM strata_history WHERE identity = '2_none.sql'", as: String.self), "failed")
+        let transactional = try Project(self, files: ["sql/1.sql": "CREATE TABLE p (id INTEGER, name TEXT);\nCREATE TABLE c (pname TEXT REFERENCES p(name));"])
+        let failure = try XCTUnwrap(try transactional.migrator().migrate().failure)
+        XCTAssertEqual(failure.id, "1.sql")
+        XCTAssertTrue(failure.message.contains("foreign key check could not run"), failure.message)
+    }
+
+    func testTheOutcomeOfANoneFileIsRecordedEvenWhenTheDatabaseStaysBusyPastTheTimeout() throws {
+        let project = try noneProject("INSERT INTO a VALUES (1);\nSELECT grab_lock();\nINSERT INTO a VALUES (2);\n")
+        let migrator = try project.migrator()
+        let other = try project.database()
+        try migrator.database.createFunction("grab_lock", argumentCount: 0, deterministic: false) { _ in
+            try other.execute("BEGIN IMMEDIATE")
+            return 1
+        }
+        // Gives up at once twice (the statement, then the first try to record the failure), then lets go.
+        final class Holder { let database: Database; var calls = 0; init(_ database: Database) { self.database = database } }
+        let holder = Holder(other)
+        sqlite3_busy_handler(migrator.database.handle, { context, _ in
+            guard let context else { return 0 }
+            let holder = Unmanaged<Holder>.fromOpaque(context).takeUnretainedValue()
+            holder.calls += 1
+            guard holder.calls >= 3 else { return 0 }
+            if holder.database.isInTransaction { try? holder.database.execute("ROLLBACK") }
+            return 1
+        }, Unmanaged.passUnretained(holder).toOpaque())
+        let report = try withExtendedLifetime(holder) { try migrator.migrate() }
+        XCTAssertGreaterThanOrEqual(holder.calls, 3)
+        XCTAssertTrue(report.failure?.message.contains("database is locked") ?? false, String(describing: report.failure))
+        XCTAssertEqual(try project.database().scalar("SELECT state FROM strata_history WHERE identity = '2_none.sql'", as: String.self), "failed")
+    }
+
+    func testForeignKeyViolationsThatPredateTheRunAreNotBlamedOnAStep() throws {
+        let project = try Project(self, files: ["sql/1_unrelated.sql": "CREATE TABLE unrelated (x);"])
+        let db = try project.database()
+        try db.execute("PRAGMA foreign_keys = OFF")
+        try db.executeScript("CREATE TABLE p (id INTEGER PRIMARY KEY); CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id)); INSERT INTO c VALUES (1, 99);")
+        var notices: [String] = []
+        let report = try project.migrator().migrate { if case .notice(let text) = $0 { notices.append(text) } }
+        XCTAssertNil(report.failure, String(describing: report.failure))
+        XCTAssertTrue(notices.first?.contains("1 foreign key violation already in the database (e.g. c row 1 references a missing row in p)") ?? false, "\(notices)")
+        try project.file("sql/2_more.sql", "INSERT INTO c VALUES (2, 98);")
+        let failure = try XCTUnwrap(try project.migrator().migrate().failure)
+        XCTAssertTrue(failure.message.contains("c row 2 references a missing row in p"), failure.message)
+        XCTAssertFalse(failure.message.contains("c row 1 "), failure.message)
+    }
+
+    func testLintNamesOnlyNamesAndFollowsExplainAsSQLiteDoes() throws {
+        XCTAssertEqual(SQLLint.findings(in: "INSERT INTO notes VALUES ('strata_history'); DELETE FROM audit WHERE tbl = 'strata_history';"), [])
+        XCTAssertEqual(SQLLint.findings(in: "INSERT INTO 'strata_history' (kind) VALUES ('x');").count, 1)
+        let explain = "CREATE TABLE t (x);\nEXPLAIN QUERY PLAN CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; SELECT 2; END;\n"
+        XCTAssertEqual(SQLLint.findings(in: explain), [])
+        XCTAssertEqual(SQLLint.statements(in: Array(explain.utf8)).statements.count, 2)
+    }
 }

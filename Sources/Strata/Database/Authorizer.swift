@@ -8,7 +8,8 @@ import Foundation
 struct ScriptRules: Sendable {
     /// The SQL runs inside a transaction Strata owns: it may not end it, nor use what cannot work inside one.
     var insideTransaction: Bool
-    /// Tables (lower-case, in `main`) it may not write, alter, drop, or put triggers on: Strata's history.
+    /// Tables (lower-case, in any schema) it may not write, alter, drop, put triggers on, or create again:
+    /// Strata's history.
     var protectedTables: Set<String> = [HistoryStore.table]
 }
 
@@ -26,34 +27,67 @@ private final class AuthorizerState {
     func decide(_ action: Int32, _ first: String?, _ second: String?, _ database: String?) -> String? {
         switch action {
         case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE, SQLITE_DROP_TABLE:
-            return protectedMessage(first, database, verb: action == SQLITE_DROP_TABLE ? "drops" : "writes to")
+            return protectedMessage(first, in: database, verb: action == SQLITE_DROP_TABLE ? "drops" : "writes to")
         case SQLITE_ALTER_TABLE:
-            return protectedMessage(second, first, verb: "alters")
+            return protectedMessage(second, in: first, verb: "alters")
         case SQLITE_CREATE_TRIGGER, SQLITE_CREATE_TEMP_TRIGGER:
             // A trigger on the history table would run inside Strata's own history writes.
-            return protectedMessage(second, nil, verb: "puts a trigger on")
+            return protectedMessage(second, in: nil, verb: "puts a trigger on")
+        case SQLITE_CREATE_TEMP_TABLE, SQLITE_CREATE_TEMP_VIEW:
+            // A temp table of that name would take the history's writes in its place (temp is searched first).
+            return protectedMessage(first, in: nil, verb: "creates another table or view named")
+        case SQLITE_CREATE_TABLE, SQLITE_CREATE_VIEW, SQLITE_CREATE_VTABLE:
+            return protectedMessage(first, in: database, verb: "creates another table or view named")
         case SQLITE_TRANSACTION where rules.insideTransaction:
             return "\(first ?? "this statement") would end the transaction Strata wraps around the file, breaking all-or-nothing; mark the file transaction=\"none\" in the manifest"
         case SQLITE_ATTACH where rules.insideTransaction, SQLITE_DETACH where rules.insideTransaction:
             return "\(action == SQLITE_ATTACH ? "ATTACH" : "DETACH") cannot run inside a transaction; mark the file transaction=\"none\" in the manifest"
-        case SQLITE_PRAGMA where rules.insideTransaction && second != nil:
-            switch first?.lowercased() {
-            case "foreign_keys":
-                return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
-            case "journal_mode":
-                return "PRAGMA journal_mode cannot change inside a transaction; mark the file transaction=\"none\" in the manifest"
-            default:
-                return nil
-            }
+        case SQLITE_PRAGMA where second != nil:
+            return pragmaMessage(first?.lowercased() ?? "", value: second?.lowercased() ?? "")
         default:
             return nil
         }
     }
 
-    private func protectedMessage(_ table: String?, _ database: String?, verb: String) -> String? {
-        guard let table, rules.protectedTables.contains(table.lowercased()),
-              database == nil || database?.lowercased() == "main" else { return nil }
+    /// Assignments to pragmas that would break what Strata promises about this step or later ones.
+    private func pragmaMessage(_ name: String, value: String) -> String? {
+        switch name {
+        case "foreign_keys" where rules.insideTransaction:
+            return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
+        case "journal_mode" where rules.insideTransaction:
+            return "PRAGMA journal_mode cannot change inside a transaction; mark the file transaction=\"none\" in the manifest"
+        case "journal_mode" where value == "off" || value == "memory":
+            return "PRAGMA journal_mode = \(value.uppercased()) would leave later steps without a rollback journal on disk, so a failure or a crash could half-apply them; use DELETE, TRUNCATE, PERSIST or WAL"
+        case "writable_schema":
+            return "PRAGMA writable_schema lets SQL rewrite the schema behind SQLite's back; Strata refuses it in migrations"
+        case "query_only":
+            return "PRAGMA query_only would stop Strata recording the step; Strata refuses it in migrations"
+        case "case_sensitive_like":
+            return "PRAGMA case_sensitive_like changes LIKE for the rest of the run and cannot be read back to restore it; use GLOB or a COLLATE clause instead"
+        default:
+            return nil
+        }
+    }
+
+    /// Strata's history: in `main`, or in a schema attached from the same file (an alias of the same table). A nil
+    /// schema means wherever the name is. Other files' tables (VACUUM's scratch copy among them) are not Strata's.
+    private func protectedMessage(_ table: String?, in schema: String?, verb: String) -> String? {
+        guard let table, rules.protectedTables.contains(table.lowercased()) else { return nil }
+        if let schema, schema.lowercased() != "main", !isMainFile(schema) { return nil }
         return "this statement \(verb) \(table), Strata's record of what was applied; migrations and seeds may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
+    }
+}
+
+extension AuthorizerState {
+    /// Whether an attached schema is the main database's own file under another name.
+    fileprivate func isMainFile(_ schema: String) -> Bool {
+        guard let main = sqlite3_db_filename(connection, "main"), let other = sqlite3_db_filename(connection, schema)
+        else { return false }
+        let mainPath = String(cString: main), otherPath = String(cString: other)
+        guard !mainPath.isEmpty, !otherPath.isEmpty else { return false }
+        var a = stat(), b = stat()
+        guard stat(mainPath, &a) == 0, stat(otherPath, &b) == 0 else { return mainPath == otherPath }
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
     }
 }
 

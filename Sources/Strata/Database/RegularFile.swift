@@ -35,7 +35,8 @@ final class RegularFile {
 
     /// Up to `count` bytes; empty at the end of the file.
     func read(upTo count: Int) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
+        // No larger than the file (plus one byte to see its end): a small file does not cost a whole chunk.
+        var bytes = [UInt8](repeating: 0, count: max(1, min(count, size + 1)))
         let got = bytes.withUnsafeMutableBytes { raw -> Int in
             while true {
                 let result = Foundation.read(descriptor, raw.baseAddress, raw.count)

@@ -42,7 +42,7 @@ struct SQLScanner {
         switch (state, token) {
         case (5, .semicolon), (6, .semicolon): return 6
         case (_, .semicolon): return 1
-        case (0, .explain), (1, .explain): return 3
+        case (0, .explain), (1, .explain), (3, .other): return 3
         case (0, .create), (1, .create), (3, .create): return 4
         case (4, .temp): return 4
         case (4, .trigger): return 5

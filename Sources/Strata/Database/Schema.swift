@@ -51,10 +51,12 @@ func sqliteNamesEqual(_ a: some StringProtocol, _ b: some StringProtocol) -> Boo
 }
 
 /// One row reported by `PRAGMA foreign_key_check`.
-public struct ForeignKeyViolation: Sendable, Equatable, CustomStringConvertible {
+public struct ForeignKeyViolation: Sendable, Hashable, CustomStringConvertible {
     public let table: String
     public let rowid: Int64?
     public let parent: String
+    /// Which of the table's foreign keys (`PRAGMA foreign_key_list`'s `id`).
+    public let constraint: Int
 
     public var description: String {
         "\(table) row \(rowid.map(String.init) ?? "(without rowid)") references a missing row in \(parent)"
@@ -100,7 +102,8 @@ extension Database {
     /// Rows that break a foreign key, as `PRAGMA foreign_key_check` reports them.
     public func foreignKeyViolations() throws -> [ForeignKeyViolation] {
         try query("PRAGMA foreign_key_check").all().map { row in
-            ForeignKeyViolation(table: try row.get(0), rowid: try row.get(1), parent: try row.get(2))
+            ForeignKeyViolation(table: try row.get(0), rowid: try row.get(1), parent: try row.get(2),
+                                constraint: try row.get(3))
         }
     }
 

@@ -130,6 +130,14 @@ extension Database {
                     continue
                 }
                 let sql = buffer.string(from: offset, to: tailOffset)
+                guard sqlite3_bind_parameter_count(statement) == 0 else {
+                    // A script binds nothing: SQLite would run the statement with NULL for every parameter.
+                    let name = sqlite3_bind_parameter_name(statement, 1).map { String(cString: $0) } ?? "?"
+                    sqlite3_finalize(statement)
+                    throw DatabaseError(code: SQLITE_RANGE,
+                        message: "the statement has a parameter (\(name)) but a script binds no values, so SQLite would use NULL; write the value itself",
+                        sql: sql).at(line: position.line, column: position.column)
+                }
                 try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState), at: position, beforeEach)
                 afterEach?()
                 position.advance(over: buffer, from: offset, to: tailOffset)

@@ -41,9 +41,10 @@ public enum Checksum {
         let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
         var normalizer = LineEndingNormalizer(content: content, version: algorithmVersion)
         return body.withUnsafeBufferPointer { input in
-            String(unsafeUninitializedCapacity: input.count) { output in
+            String(unsafeUninitializedCapacity: input.count + 1) { output in
                 guard let target = output.baseAddress else { return 0 }
-                return normalizer.normalize(input, into: target)
+                let written = normalizer.normalize(input, into: target)
+                return written + normalizer.finish(into: target + written)
             }
         }
     }
@@ -69,6 +70,9 @@ struct LineEndingNormalizer {
 
     private var literals: Literals
     private var previousWasNormalizedCR = false
+    /// A CR that ended a chunk inside a `--` comment: SQLite ends such a comment only at LF, so a lone CR there is
+    /// data (the next line is still comment) while CRLF is layout; the next chunk's first byte decides.
+    private var pendingCommentCR = false
 
     init(content: Checksum.Content, version: Int) {
         switch (version, content) {
@@ -81,7 +85,7 @@ struct LineEndingNormalizer {
     /// True when no byte of `input` needs rewriting, so it can be used as it is (after `advance(over:)`).
     func isUnchanged(_ input: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = input.baseAddress, !input.isEmpty else { return true }
-        return memchr(base, 0x0D, input.count) == nil && !(previousWasNormalizedCR && base[0] == 0x0A)
+        return !pendingCommentCR && memchr(base, 0x0D, input.count) == nil && !(previousWasNormalizedCR && base[0] == 0x0A)
     }
 
     /// Moves the literal state over bytes that are used unchanged.
@@ -90,17 +94,37 @@ struct LineEndingNormalizer {
         moveLiteralState(over: input, to: input.count)
     }
 
-    /// Copies `input` to `output` (room for `input.count` bytes) with layout line endings normalised; returns the
+    /// Copies `input` to `output` (room for `input.count + 1` bytes) with layout line endings normalised; returns the
     /// bytes written.
     mutating func normalize(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>) -> Int {
         var written = 0
         var scanned = 0
+        if pendingCommentCR {
+            pendingCommentCR = false
+            let crlf = input.first == 0x0A
+            output[0] = crlf ? 0x0A : 0x0D
+            written = 1
+            previousWasNormalizedCR = crlf
+        }
         for (index, byte) in input.enumerated() {
             if byte == 0x0D || (byte == 0x0A && previousWasNormalizedCR) {
                 moveLiteralState(over: input, from: scanned, to: index)
                 scanned = index
             }
             if byte == 0x0D && !isInsideLiteral {
+                if isInsideLineComment {
+                    guard index + 1 < input.count else {
+                        pendingCommentCR = true
+                        continue
+                    }
+                    if input[index + 1] != 0x0A {
+                        // A lone CR does not end a `--` comment for SQLite: the line after it is comment too.
+                        output[written] = 0x0D
+                        written += 1
+                        previousWasNormalizedCR = false
+                        continue
+                    }
+                }
                 output[written] = 0x0A
                 written += 1
                 previousWasNormalizedCR = true
@@ -114,6 +138,19 @@ struct LineEndingNormalizer {
         }
         moveLiteralState(over: input, from: scanned, to: input.count)
         return written
+    }
+
+    /// At the end of the text: a CR still waiting to be decided is data. Returns the bytes written (0 or 1).
+    mutating func finish(into output: UnsafeMutablePointer<UInt8>) -> Int {
+        guard pendingCommentCR else { return 0 }
+        pendingCommentCR = false
+        output[0] = 0x0D
+        return 1
+    }
+
+    private var isInsideLineComment: Bool {
+        if case .sql(let scanner, _) = literals { return scanner.lexical == .lineComment }
+        return false
     }
 
     private var isInsideLiteral: Bool {
@@ -209,10 +246,10 @@ final class NormalizingHasher {
             _ = EVP_DigestUpdate(context, base, count)
             return
         }
-        if scratchCapacity < count {
+        if scratchCapacity < count + 1 {
             scratch.deallocate()
-            scratch = .allocate(capacity: count)
-            scratchCapacity = count
+            scratch = .allocate(capacity: count + 1)
+            scratchCapacity = count + 1
         }
         let written = normalizer.normalize(input, into: scratch)
         _ = EVP_DigestUpdate(context, scratch, written)
@@ -224,6 +261,8 @@ final class NormalizingHasher {
             pendingBOM = []
             held.withUnsafeBufferPointer { feed($0) }
         }
+        let flushed = normalizer.finish(into: scratch)
+        if flushed > 0 { _ = EVP_DigestUpdate(context, scratch, flushed) }
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else {

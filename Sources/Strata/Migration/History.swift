@@ -27,7 +27,8 @@ public struct HistoryRecord: Sendable, Equatable {
     public var isDirty: Bool { state == .running || state == .failed }
 }
 
-/// Reads and writes `strata_history`. All SQL about the history table lives here.
+/// Reads and writes `strata_history`. All SQL about the history table lives here, and names it `main.strata_history`:
+/// a bare name would resolve to a `temp` table of that name first.
 struct HistoryStore {
     static let table = "strata_history"
 
@@ -35,7 +36,7 @@ struct HistoryStore {
 
     /// The schema; documented in the README.
     static let createSQL = """
-        CREATE TABLE IF NOT EXISTS strata_history (
+        CREATE TABLE IF NOT EXISTS main.strata_history (
             kind             TEXT    NOT NULL CHECK (kind IN ('migration', 'seed')),
             identity         TEXT    NOT NULL,
             checksum         TEXT    NOT NULL,
@@ -64,19 +65,19 @@ struct HistoryStore {
     /// Every record, or none when the table does not exist yet (reading never creates it).
     func all() throws -> [HistoryRecord] {
         guard try exists() else { return [] }
-        return try database.query("SELECT * FROM strata_history ORDER BY applied_at, rowid").all().map(Self.record)
+        return try database.query("SELECT * FROM main.strata_history ORDER BY applied_at, rowid").all().map(Self.record)
     }
 
     func record(kind: StepKind, identity: String) throws -> HistoryRecord? {
         guard try exists() else { return nil }
-        return try database.query("SELECT * FROM strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
+        return try database.query("SELECT * FROM main.strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
             .next().map(Self.record)
     }
 
     /// Inserts or replaces the record of one step.
     func write(_ record: HistoryRecord) throws {
         try database.execute("""
-            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count,
+            INSERT INTO main.strata_history (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count,
                                         state, tool_version, applied_sql, runner, error)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (kind, identity) DO UPDATE SET
@@ -90,7 +91,7 @@ struct HistoryStore {
     }
 
     func delete(kind: StepKind, identity: String) throws {
-        try database.execute("DELETE FROM strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
+        try database.execute("DELETE FROM main.strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
     }
 
     private static func record(_ row: Row) throws -> HistoryRecord {

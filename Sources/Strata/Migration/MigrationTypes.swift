@@ -228,4 +228,6 @@ public enum MigrationEvent: Sendable {
     /// A migration file being read and run; reported per chunk read (1 MiB).
     case scriptProgress(id: String, bytesRead: Int, totalBytes: Int)
     case waiting(String)
+    /// Something the run found worth saying that stops nothing (foreign key violations that predate it).
+    case notice(String)
 }

@@ -215,6 +215,14 @@ public struct Migrator {
         let plan = try plan(options, forMigrate: true)
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
         var report = MigrationReport()
+        // Violations already in the database are not blamed on a step: each is checked for those it makes.
+        var foreignKeys = ForeignKeyBaseline.none
+        if plan.steps.contains(where: { $0.step.kind == .migration }) {
+            foreignKeys = try ForeignKeyBaseline(database)
+            if !foreignKeys.isEmpty {
+                progress?(.notice("\(foreignKeys.count) foreign key violation\(foreignKeys.count == 1 ? "" : "s") already in the database (e.g. \(foreignKeys.examples.map(\.description).joined(separator: "; "))); each migration is checked only for violations it adds"))
+            }
+        }
         for (index, planned) in plan.steps.enumerated() {
             // Between steps only: a step is finished or rolled back, never abandoned half-way.
             if options.cancellation?.isCancelled == true {
@@ -228,9 +236,9 @@ public struct Migrator {
                 let outcome: StepOutcome
                 switch planned.step {
                 case .migration(let migration) where migration.runsInTransaction:
-                    outcome = try applyInTransaction(migration, progress)
+                    outcome = try isolated { try applyInTransaction(migration, foreignKeys, progress) }
                 case .migration(let migration):
-                    outcome = try applyOutsideTransaction(migration, options, progress)
+                    outcome = try isolated { try applyOutsideTransaction(migration, options, foreignKeys, progress) }
                 case .seed(let seed):
                     outcome = try applySeed(seed, started: started, progress)
                 }
@@ -290,7 +298,22 @@ public struct Migrator {
     /// Thrown while waiting for another process's step once the run is cancelled; nothing was claimed.
     private struct Cancelled: Error {}
 
-    private func applyInTransaction(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
+    /// Runs one migration step and then puts the connection back as it was before it (see `ConnectionSnapshot`).
+    private func isolated(_ step: () throws -> StepOutcome) throws -> StepOutcome {
+        let snapshot = try ConnectionSnapshot(database)
+        let outcome: StepOutcome
+        do {
+            outcome = try step()
+        } catch {
+            try? snapshot.restore(database)
+            throw error
+        }
+        try snapshot.restore(database)
+        return outcome
+    }
+
+    private func applyInTransaction(_ migration: MigrationStep, _ foreignKeys: ForeignKeyBaseline,
+                                    _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let started = ContinuousClock.now
         do {
             return try withWriteLock {
@@ -303,13 +326,18 @@ public struct Migrator {
                         }
                         // Read, run, hash and record the same bytes, read only now that the write lock is held.
                         let ran = try run(migration, progress)
-                        try checkForeignKeys(migration)
+                        try checkForeignKeys(migration, foreignKeys)
                         let durationMs = milliseconds(since: started)
-                        try history.write(HistoryRecord(
-                            kind: .migration, identity: migration.id, checksum: ran.checksum,
-                            checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: durationMs,
-                            rowCount: nil, state: .applied, toolVersion: Strata.version, appliedSQL: ran.text, runner: nil,
-                            error: nil))
+                        do {
+                            try history.write(HistoryRecord(
+                                kind: .migration, identity: migration.id, checksum: ran.checksum,
+                                checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(),
+                                durationMs: durationMs, rowCount: nil, state: .applied, toolVersion: Strata.version,
+                                appliedSQL: ran.text, runner: nil, error: nil))
+                        } catch let error as DatabaseError where !error.isBusy {
+                            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path),
+                                              line: nil, column: nil, message: "could not record the step: \(error.message)")
+                        }
                         return .applied(rows: nil, durationMs: durationMs)
                     }
                 }
@@ -320,6 +348,7 @@ public struct Migrator {
     }
 
     private func applyOutsideTransaction(_ migration: MigrationStep, _ options: MigrationOptions,
+                                         _ foreignKeys: ForeignKeyBaseline,
                                          _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let (text, checksum) = try read(migration)
         let deadline = ContinuousClock.now + options.waitTimeout
@@ -372,40 +401,72 @@ public struct Migrator {
         var failure: StepFailure?
         var ran: (checksum: String, text: String?)?
         do {
-            ran = try runOutsideTransaction(migration, progress)
+            ran = try runOutsideTransaction(migration, foreignKeys, progress)
         } catch let error as StepFailure {
             failure = error
+        } catch {
+            failure = StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                                  column: nil, message: "\(error)").partlyApplied("what the file did before the error stayed applied")
         }
         let durationMs = milliseconds(since: started)
-        try withWriteLock {
-            try history.write(HistoryRecord(
-                kind: .migration, identity: migration.id, checksum: ran?.checksum ?? checksum,
-                checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: durationMs,
-                rowCount: nil, state: failure == nil ? .applied : .failed, toolVersion: Strata.version,
-                appliedSQL: ran == nil ? text : ran?.text, runner: failure == nil ? nil : Runner.current,
-                error: failure?.summary))
-        }
+        let record = HistoryRecord(
+            kind: .migration, identity: migration.id, checksum: ran?.checksum ?? checksum,
+            checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(), durationMs: durationMs,
+            rowCount: nil, state: failure == nil ? .applied : .failed, toolVersion: Strata.version,
+            appliedSQL: ran == nil ? text : ran?.text, runner: failure == nil ? nil : Runner.current,
+            error: failure?.summary)
+        try recordOutcome(record, of: migration, failure: failure, waitingUntil: ContinuousClock.now + options.waitTimeout,
+                          progress)
         if let failure { throw failure }
         return .applied(rows: nil, durationMs: durationMs)
+    }
+
+    /// Writes the final record of a `transaction="none"` step. The file's work is done (or partly done) and cannot
+    /// be undone, so a busy database is waited for past the busy timeout, up to `--timeout` more; if the record still
+    /// cannot be written, the failure says the history row still reads `running` and what to do.
+    private func recordOutcome(_ record: HistoryRecord, of migration: MigrationStep, failure: StepFailure?,
+                               waitingUntil deadline: ContinuousClock.Instant,
+                               _ progress: ((MigrationEvent) -> Void)?) throws {
+        while true {
+            do {
+                try history.write(record)
+                return
+            } catch let error as DatabaseError {
+                if error.isBusy && ContinuousClock.now < deadline {
+                    progress?(.waiting("\(migration.id) ran; waiting for the write lock to record it"))
+                    continue
+                }
+                let outcome = failure.map { "it failed: \($0.summary)" } ?? "every statement ran"
+                throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                                  column: nil, message: "\(outcome); and its outcome could not be recorded (\(error.message)), so history still says running")
+                    .partlyApplied("what the file did stayed applied")
+            }
+        }
     }
 
     /// Runs a `transaction="none"` file. Its statements are not undone when one fails, so a failure says what
     /// stayed applied. Afterwards the connection must be back in autocommit mode: a `BEGIN` without `COMMIT` would
     /// otherwise hold everything, history included, until the connection closes, and then vanish.
-    private func runOutsideTransaction(_ migration: MigrationStep,
+    private func runOutsideTransaction(_ migration: MigrationStep, _ foreignKeys: ForeignKeyBaseline,
                                        _ progress: ((MigrationEvent) -> Void)?) throws -> (checksum: String, text: String?) {
         var statements = 0
+        // Whether the file had its own transaction open after its last completed statement: SQLite may roll that
+        // back by itself when a statement fails (`INSERT OR ROLLBACK`, `RAISE(ROLLBACK)`), Strata does otherwise.
+        var transactionOpen = false
         return try withForeignKeys(enforced: migration.enforcesForeignKeys) {
             let ran: (checksum: String, text: String?)
             do {
-                ran = try run(migration, progress) { statements += 1 }
+                ran = try run(migration, progress) {
+                    statements += 1
+                    transactionOpen = database.isInTransaction
+                }
             } catch let error as StepFailure {
-                let wasOpen = rollBackOpenTransaction()
+                let wasOpen = rollBackOpenTransaction() || transactionOpen
                 let kept = statements
                 let before = error.line.map { "the \(kept) statement\(kept == 1 ? "" : "s") before line \($0)" }
                     ?? "the statements that ran before the failure"
                 throw error.partlyApplied(before + " stayed applied"
-                    + (wasOpen ? " (except those after the file's own BEGIN, which Strata rolled back)" : "")
+                    + (wasOpen ? ", except those inside the transaction the file had open, which were rolled back" : "")
                     + "; nothing after the failing statement ran")
             }
             if rollBackOpenTransaction() {
@@ -414,7 +475,7 @@ public struct Migrator {
                     .partlyApplied("Strata rolled that transaction back: the statements before its BEGIN stayed applied, those after it did not")
             }
             do {
-                try checkForeignKeys(migration)
+                try checkForeignKeys(migration, foreignKeys)
             } catch let error as StepFailure {
                 throw error.partlyApplied("every statement of the file ran and stayed applied")
             }
@@ -596,13 +657,23 @@ public struct Migrator {
         return try body()
     }
 
-    private func checkForeignKeys(_ migration: MigrationStep) throws {
-        let violations = try database.foreignKeyViolations()
+    /// Fails the step for foreign key violations it made (those in `baseline` were there before the run), naming
+    /// the rows; a schema SQLite cannot check (a foreign key to a column that is not unique) fails it too.
+    private func checkForeignKeys(_ migration: MigrationStep, _ baseline: ForeignKeyBaseline) throws {
+        func failure(_ message: String) -> StepFailure {
+            StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil, column: nil,
+                        message: message)
+        }
+        let violations: [ForeignKeyViolation]
+        do {
+            violations = baseline.new(in: try database.foreignKeyViolations())
+        } catch let error as DatabaseError where !error.isBusy {
+            throw failure("foreign key check could not run: \(error.message) (a REFERENCES clause must name the parent's primary key or a UNIQUE column)")
+        }
         guard !violations.isEmpty else { return }
         let shown = violations.prefix(10).map(\.description).joined(separator: "; ")
         let more = violations.count > 10 ? " (and \(violations.count - 10) more)" : ""
-        throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil, column: nil,
-                          message: "foreign key check failed: \(shown)\(more)")
+        throw failure("foreign key check failed: \(shown)\(more)")
     }
 
     /// Turns SQLite's busy error into a message a deploy log can act on.

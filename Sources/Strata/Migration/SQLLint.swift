@@ -45,8 +45,23 @@ public enum SQLLint {
         guard let first = words.first else { return nil }
         if statement.mentionsHistory,
            ["INSERT", "REPLACE", "UPDATE", "DELETE", "DROP", "ALTER", "WITH"].contains(first)
-            || (first == "CREATE" && words.prefix(4).contains("TRIGGER")) {
+            || (first == "CREATE" && (words.prefix(4).contains("TRIGGER") || createsHistoryName(words))) {
             return "this statement writes to \(HistoryStore.table), Strata's record of what was applied; migrations may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
+        }
+        if first == "PRAGMA", statement.hasAssignment, let name = pragmaName(words) {
+            let value = statement.words.drop { $0 != "=" && $0 != "(" }.dropFirst().first ?? ""
+            switch name {
+            case "WRITABLE_SCHEMA":
+                return "PRAGMA writable_schema lets SQL rewrite the schema behind SQLite's back; Strata refuses it in migrations"
+            case "QUERY_ONLY":
+                return "PRAGMA query_only would stop Strata recording the step; Strata refuses it in migrations"
+            case "CASE_SENSITIVE_LIKE":
+                return "PRAGMA case_sensitive_like changes LIKE for the rest of the run and cannot be read back to restore it; use GLOB or a COLLATE clause instead"
+            case "JOURNAL_MODE" where !insideTransaction && (value == "OFF" || value == "MEMORY"):
+                return "PRAGMA journal_mode = \(value) would leave later steps without a rollback journal on disk, so a failure or a crash could half-apply them; use DELETE, TRUNCATE, PERSIST or WAL"
+            default:
+                break
+            }
         }
         guard insideTransaction else { return nil }
         let suffix = "; mark the file transaction=\"none\" in the manifest"
@@ -54,9 +69,7 @@ public enum SQLLint {
         case "VACUUM", "ATTACH", "DETACH":
             return "\(first) cannot run inside a transaction" + suffix
         case "PRAGMA":
-            // PRAGMA [schema.]name = value | PRAGMA [schema.]name(value)
-            let name = words.count > 2 && words[2] == "." ? words.dropFirst(3).first : words.dropFirst().first
-            switch name {
+            switch pragmaName(words) {
             case "FOREIGN_KEYS" where statement.hasAssignment:
                 return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
             case "JOURNAL_MODE" where statement.hasAssignment:
@@ -71,6 +84,22 @@ public enum SQLLint {
         default:
             return nil
         }
+    }
+
+    /// `PRAGMA [schema.]name = value` or `PRAGMA [schema.]name(value)`: the name.
+    private static func pragmaName(_ words: [String]) -> String? {
+        words.count > 2 && words[2] == "." ? words.dropFirst(3).first : words.dropFirst().first
+    }
+
+    /// `CREATE [TEMP|TEMPORARY] [VIRTUAL] TABLE|VIEW [IF NOT EXISTS] [schema.]strata_history`: another table of
+    /// that name would take the history's place (a temp one is searched first).
+    private static func createsHistoryName(_ words: [String]) -> Bool {
+        var rest = words.dropFirst().drop { ["TEMP", "TEMPORARY", "VIRTUAL"].contains($0) }
+        guard let kind = rest.first, kind == "TABLE" || kind == "VIEW" else { return false }
+        rest = rest.dropFirst()
+        if rest.starts(with: ["IF", "NOT", "EXISTS"]) { rest = rest.dropFirst(3) }
+        if rest.count > 2, rest[rest.startIndex + 1] == "." { rest = rest.dropFirst(2) }
+        return rest.first == HistoryStore.table.uppercased()
     }
 
     /// One statement as the lint sees it.
@@ -129,10 +158,17 @@ private struct LintTokens: SQLTokenSink {
     let text: UnsafeBufferPointer<UInt8>
     var words: [String] = []
     var mentionsHistory = false
+    /// The last token, upper-cased.
+    private var previous = ""
+
+    init(text: UnsafeBufferPointer<UInt8>) {
+        self.text = text
+    }
 
     mutating func reset() {
         words.removeAll(keepingCapacity: true)
         mentionsHistory = false
+        previous = ""
     }
 
     mutating func word(from start: Int, to end: Int) {
@@ -140,17 +176,20 @@ private struct LintTokens: SQLTokenSink {
     }
 
     mutating func quoted(_ quote: UInt8, from start: Int, to end: Int) {
-        // SQLite reads a quoted name without its quotes, a doubled quote as one; it even takes a 'string' where a
-        // name is expected, so every quoted form counts.
+        // SQLite reads a quoted name without its quotes, a doubled quote as one. It even takes a 'string' where a
+        // name is expected (after INTO, UPDATE, FROM, TABLE, ON, or a schema's `.`); elsewhere a 'string' is a
+        // value, which names nothing.
+        let isName = quote != UInt8(ascii: "'")
+            || ["INTO", "UPDATE", "FROM", "TABLE", "ON", ".", "EXISTS", "TRIGGER", "VIEW"].contains(previous)
         let closing = quote == UInt8(ascii: "[") ? UInt8(ascii: "]") : quote
-        guard end - start >= 2 else { return add("?") }
+        guard end - start >= 2 else { return add("?", isName: false) }
         var inner: [UInt8] = []
         var index = start + 1
         while index < end - 1 {
             inner.append(text[index])
             index += text[index] == closing && closing != UInt8(ascii: "]") && index + 1 < end - 1 ? 2 : 1
         }
-        add(String(decoding: inner, as: UTF8.self))
+        add(String(decoding: inner, as: UTF8.self), isName: isName)
     }
 
     mutating func punctuation(_ byte: UInt8, at offset: Int) {
@@ -159,10 +198,11 @@ private struct LintTokens: SQLTokenSink {
         add(String(UnicodeScalar(byte)))
     }
 
-    private mutating func add(_ token: String) {
+    private mutating func add(_ token: String, isName: Bool = true) {
         // SQLite folds ASCII letters only.
         let upper = String(decoding: token.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
         if words.count < 8 { words.append(upper) }
-        if !mentionsHistory && upper == HistoryStore.table.uppercased() { mentionsHistory = true }
+        if isName && !mentionsHistory && upper == HistoryStore.table.uppercased() { mentionsHistory = true }
+        previous = upper
     }
 }
