@@ -46,12 +46,21 @@ final class CrashInjectionTests: XCTestCase {
         try template.file("manifest.xml", Self.manifest)
         for (path, text) in Self.files { try template.file(path, text) }
 
+        // Kill moments are spread over how long a whole run takes on this machine now (measured once on a copy),
+        // so a slow or busy machine moves the moments with the run instead of bunching them in its first step.
+        let reference = try Project(self, manifest: Self.manifest, files: [:])
+        try FileManager.default.removeItem(at: reference.root)
+        try FileManager.default.copyItem(at: template.root, to: reference.root)
+        let clock = ContinuousClock()
+        let whole = try clock.measure { XCTAssertEqual(try reference.strata(["migrate"]).status, 0) }
+        let span = max(UInt64(Double(whole.components.seconds) * 1000 + Double(whole.components.attoseconds) / 1e15) * 11 / 10, 50)
+
         var killedIn: [String: Int] = [:]
         for trial in 1...trials {
             let project = try Project(self, manifest: Self.manifest, files: [:])
             try FileManager.default.removeItem(at: project.root)
             try FileManager.default.copyItem(at: template.root, to: project.root)
-            let delay = Double(random.next() % 450) / 1000
+            let delay = Double(random.next() % span) / 1000
             let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath], in: project.root)
             Thread.sleep(forTimeInterval: delay)
             let wasRunning = process.isRunning
@@ -79,7 +88,7 @@ final class CrashInjectionTests: XCTestCase {
                            "trial \(trial)")
             try verify(db, recorded: complete, trial: trial, delay: delay)
         }
-        print("crash injection: \(trials) trials (seed \(seed)); killed: "
+        print("crash injection: \(trials) trials (seed \(seed), kills within \(span) ms, 1.1x one whole run); killed: "
               + killedIn.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
         XCTAssertGreaterThan(killedIn.filter { $0.key != "finished" }.count, 2, "kills landed in several phases")
     }
