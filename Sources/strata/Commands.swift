@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import Strata
 
@@ -32,17 +33,47 @@ struct Commands {
         return manifest
     }
 
-    private func databasePath(_ manifest: Manifest?) throws -> String {
+    /// The database's path, and whether a database file is there. Refuses (exit 2) a path at which SQLite keeps
+    /// no file: a migrate would report success and keep nothing.
+    private func resolveDatabase(_ manifest: Manifest?) throws -> (path: String, exists: Bool) {
         if let path = invocation.value("database") {
-            // SQLite opens "" as a temporary database and ":memory:" in memory, both gone at exit: a migrate
-            // would report success and keep nothing (an unset variable in a deploy script gives "").
+            // SQLite opens "" as a temporary database and ":memory:" in memory, both gone at exit (an unset
+            // variable in a deploy script gives "").
             if path.isEmpty || path == ":memory:" {
                 throw UsageError("--database '\(path)' names no database file: SQLite would use a \(path.isEmpty ? "temporary" : "in-memory") database deleted at exit; give the path of a file")
             }
-            return path
+            return (path, try databaseFileExists(path))
         }
-        if let path = manifest?.databasePath { return displayPath(path) }
+        if let path = manifest?.databasePath.map(displayPath) { return (path, try databaseFileExists(path)) }
         throw MigrationError.noDatabase
+    }
+
+    /// How messages name the database: as the option or the manifest gave it.
+    private func databaseName(_ path: String) -> String {
+        invocation.value("database") == nil ? "<database path=\"\(path)\">" : "--database '\(path)'"
+    }
+
+    /// Whether SQLite finds a database file at `path`, asked of SQLite itself: it reads `file:` URIs, so
+    /// `file::memory:`, `file:x.db?mode=memory` and `?vfs=memdb` open databases no file holds, and `file:x.db` is
+    /// x.db. A read-only open creates nothing; one whose main database has no file on disk is refused.
+    private func databaseFileExists(_ path: String) throws -> Bool {
+        let probe: Database
+        do {
+            probe = try Database(path: path, configuration: Database.Configuration(readOnly: true, foreignKeys: false))
+        } catch let error as DatabaseError where error.resultCode == SQLITE_CANTOPEN {
+            // No database there yet; or a file that cannot be read, which the command's own open reports.
+            return FileManager.default.fileExists(atPath: path)
+        }
+        defer { probe.close() }
+        try refuseWithoutFile(probe, path)
+        return true
+    }
+
+    /// Refuses a connection whose main database is no file on disk (in memory, temporary, or another VFS's).
+    private func refuseWithoutFile(_ database: Database, _ path: String) throws {
+        guard let file = database.path, FileManager.default.fileExists(atPath: file) else {
+            throw UsageError("\(databaseName(path)) names no database file: SQLite opens it as a database that no file holds (in memory or temporary), deleted at exit; give the path of a file")
+        }
     }
 
     private var timeout: Duration {
@@ -55,15 +86,18 @@ struct Commands {
         }
     }
 
-    /// Opens the database for writing (creating the file when absent).
+    /// Opens the database for writing (creating the file when absent). What SQLite opened is checked again before
+    /// anything is written: a connection without a file is refused.
     private func openForWriting(_ path: String) throws -> Database {
-        try Database(path: path, configuration: Database.Configuration(busyTimeout: try timeout))
+        let database = try Database(path: path, configuration: Database.Configuration(busyTimeout: try timeout))
+        try refuseWithoutFile(database, path)
+        return database
     }
 
     /// Opens the database read-only; a file that does not exist yet reads as an empty database and is not created.
-    private func openForReading(_ path: String) throws -> Database {
-        guard FileManager.default.fileExists(atPath: path) else { return try Database(.inMemory) }
-        return try Database(path: path, configuration: Database.Configuration(readOnly: true))
+    private func openForReading(_ database: (path: String, exists: Bool)) throws -> Database {
+        guard database.exists else { return try Database(.inMemory) }
+        return try Database(path: database.path, configuration: Database.Configuration(readOnly: true))
     }
 
     private var options: MigrationOptions {
@@ -99,13 +133,13 @@ struct Commands {
 
     private func migrate(seedsOnly: Bool) throws -> Int32 {
         let manifest = try self.manifest()
-        let path = try databasePath(manifest)
+        let (path, exists) = try resolveDatabase(manifest)
         var options = try self.options
         options.includeMigrations = !seedsOnly
         let command = seedsOnly ? "seed" : "migrate"
         let signals = StopSignals(command: command)
         options.cancellation = signals.cancellation
-        if !FileManager.default.fileExists(atPath: path) {
+        if !exists {
             // Refuse before opening for writing creates the file: an empty database reads the same as none.
             let refusals = try Migrator(manifest: manifest, database: try Database(.inMemory)).refusals(options)
             guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
@@ -170,8 +204,9 @@ struct Commands {
 
     private func status() throws -> Int32 {
         let manifest = try self.manifest()
-        let path = try databasePath(manifest)
-        let statuses = try Migrator(manifest: manifest, database: try openForReading(path)).status(try options)
+        let database = try resolveDatabase(manifest)
+        let path = database.path
+        let statuses = try Migrator(manifest: manifest, database: try openForReading(database)).status(try options)
         let rows = statuses.map { status -> [String] in
             [status.kind.rawValue, status.id, status.state.rawValue, status.record?.appliedAt ?? "",
              status.record?.rowCount.map { "\(formatCount($0)) rows" } ?? ""]
@@ -188,8 +223,9 @@ struct Commands {
 
     private func plan() throws -> Int32 {
         let manifest = try self.manifest()
-        let path = try databasePath(manifest)
-        let plan = try Migrator(manifest: manifest, database: try openForReading(path)).plan(try options)
+        let database = try resolveDatabase(manifest)
+        let path = database.path
+        let plan = try Migrator(manifest: manifest, database: try openForReading(database)).plan(try options)
         // With --sql, each migration's text, read once for whichever output is printed.
         let sql: [String?] = plan.steps.map { step in
             guard invocation.has("sql"), case .migration(let migration) = step.step,
@@ -236,7 +272,7 @@ struct Commands {
     private func baseline() throws -> Int32 {
         guard let through = invocation.value("through") else { throw UsageError("--through FILE is required") }
         let manifest = try self.manifest()
-        let path = try databasePath(manifest)
+        let path = try resolveDatabase(manifest).path
         let recorded = try Migrator(manifest: manifest, database: try openForWriting(path)).baseline(through: through, try options)
         output.line(recorded.isEmpty ? "Nothing recorded: every step through \(through) is already recorded."
                     : "Recorded as applied without running: " + recorded.joined(separator: ", "))
@@ -246,7 +282,7 @@ struct Commands {
 
     private func repair() throws -> Int32 {
         let manifest = try self.manifest()
-        let path = try databasePath(manifest)
+        let path = try resolveDatabase(manifest).path
         let report = try Migrator(manifest: manifest, database: try openForWriting(path)).repair()
         if report.realigned.isEmpty && report.deleted.isEmpty { output.line("Nothing to repair.") }
         for id in report.realigned { output.line("  realigned  \(id): the recorded checksum now matches the file") }
@@ -265,7 +301,7 @@ struct Commands {
         default: throw UsageError("give exactly one of --applied or --rolled-back")
         }
         let manifest = try self.manifest()
-        let path = try databasePath(manifest)
+        let path = try resolveDatabase(manifest).path
         try Migrator(manifest: manifest, database: try openForWriting(path)).resolve(id, as: resolution)
         output.line(resolution == .applied ? "\(id) recorded as applied." : "\(id) forgotten; the next migrate runs it again.")
         output.object(["command": "resolve", "database": .string(path), "id": .string(id), "resolution": .string(resolution.rawValue)])
@@ -281,13 +317,14 @@ struct Commands {
 
     private func schema() throws -> Int32 {
         let manifest = invocation.value("manifest") == nil ? nil : try self.manifest()
-        let path = try databasePath(manifest)
+        let database = try resolveDatabase(manifest)
+        let path = database.path
         // Unlike status and plan, an empty schema is an answer here: printing it for a file that is not there
         // would let a review diff pass against a mistyped path.
-        guard FileManager.default.fileExists(atPath: path) else {
+        guard database.exists else {
             throw CommandFailure("\(path) does not exist; schema reads an existing database and creates none")
         }
-        let schema = try openForReading(path).canonicalSchema(excluding: ["strata_history"])
+        let schema = try openForReading(database).canonicalSchema(excluding: ["strata_history"])
         if !output.json && !output.quiet { StandardOutput.print(schema, terminator: "") }
         output.object(["command": "schema", "database": .string(path), "schema": .string(schema)])
         return ExitCode.success
@@ -295,8 +332,9 @@ struct Commands {
 
     private func check() throws -> Int32 {
         let manifest = try self.manifest()
-        let path = try databasePath(manifest)
-        let problems = try checkModels(of: manifest, in: try openForReading(path))
+        let database = try resolveDatabase(manifest)
+        let path = database.path
+        let problems = try checkModels(of: manifest, in: try openForReading(database))
         output.object(["command": "check", "database": .string(path), "models": .optional(manifest.models.count),
                        "problems": .array(problems.map(Self.json))])
         guard problems.isEmpty else {

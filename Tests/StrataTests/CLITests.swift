@@ -236,6 +236,36 @@ final class CLITests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: project.root.appendingPathComponent(":memory:").path))
     }
 
+    func testADatabaseURIThatOpensNoFileIsRefused() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "csv/t.csv": "x\n1\n"])
+        // SQLite reads `file:` URIs: these open databases in memory, gone at exit, whatever the name spells.
+        let commands = [["migrate"], ["seed"], ["baseline", "--through", "1_a.sql"], ["repair"],
+                        ["resolve", "1_a.sql", "--applied"], ["status"], ["plan"], ["check"], ["schema"]]
+        for path in ["file::memory:", "file:x.db?mode=memory", "file:/strata-test-memdb?vfs=memdb"] {
+            for command in commands {
+                let result = try project.strata(command + ["--database", path])
+                XCTAssertEqual(result.status, 2, "\(command) --database '\(path)': \(result.stdout)\(result.stderr)")
+                XCTAssertTrue(result.stderr.contains("--database '\(path)' names no database file"), result.stderr)
+            }
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: project.root.path).sorted()
+        XCTAssertEqual(left, ["csv", "manifest.xml", "sql"], "no file is created by a refused command")
+
+        // A URI that names a file is that file, for writing and for reading commands alike.
+        let migrate = try project.strata(["migrate", "--database", "file:db.sqlite"])
+        XCTAssertEqual(migrate.status, 0, migrate.stderr)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1)
+        let status = try project.strata(["status", "--database", "file:db.sqlite", "--format", "json"])
+        XCTAssertEqual(status.status, 0, status.stderr)
+        XCTAssertFalse(status.stdout.contains("pending"), status.stdout)
+        let schema = try project.strata(["schema", "--database", "file:db.sqlite"])
+        XCTAssertEqual(schema.status, 0, schema.stderr)
+        XCTAssertTrue(schema.stdout.contains("CREATE TABLE a"), schema.stdout)
+    }
+
     func testCommandsThatRefuseDoNotCreateTheDatabaseFile() throws {
         let project = try Project(self, manifest: """
             <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>

@@ -145,6 +145,25 @@ final class DatabaseTests: XCTestCase {
         assertThrows(DatabaseError.self) { try row.get(9, as: Int.self) }
     }
 
+    func testConflictClausesAreFoundAsSQLiteReadsTheTable() throws {
+        let db = try Database()
+        try db.executeScript("""
+            CREATE TABLE a (id INTEGER PRIMARY KEY ON/**/conflict REPLACE);
+            CREATE TABLE b (x TEXT, UNIQUE (x) On Conflict Ignore);
+            CREATE TABLE c (x TEXT NOT NULL ON CONFLICT FAIL DEFAULT '');
+            CREATE TABLE "d e" (x TEXT UNIQUE
+              ON -- a comment
+              CONFLICT ROLLBACK);
+            CREATE TEMP TABLE f (x UNIQUE ON CONFLICT REPLACE);
+            CREATE TABLE plain (conflict_count INTEGER DEFAULT 'on conflict replace', "conflict" TEXT, y /* conflict */);
+            """)
+        for table in ["a", "B", "c", "d e", "f"] {
+            XCTAssertTrue(try db.declaresConflictClause(table), table)
+        }
+        XCTAssertFalse(try db.declaresConflictClause("plain"))
+        XCTAssertFalse(try db.declaresConflictClause("missing"))
+    }
+
     func testNamesFoldASCIIOnlyAsSQLiteDoes() throws {
         let db = try Database()
         let row = try XCTUnwrap(db.query(#"SELECT 1 AS "Ä", 2 AS "Id""#).next())

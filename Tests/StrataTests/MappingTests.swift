@@ -203,6 +203,53 @@ final class MappingTests: XCTestCase {
         XCTAssertTrue(error?.description.contains("no row has this primary key") ?? false, "\(String(describing: error))")
     }
 
+    struct Author: Codable, Equatable { var id: Int64?; var email: String; var name: String }
+    struct Tag: Codable, Equatable { var id: Int64; var name: String }
+
+    func testTableLevelConflictClausesNeverTurnAWriteIntoADeletionOrASkip() throws {
+        // REPLACE on a constraint would make insert, update and save delete the other row (and its books, by
+        // cascade); IGNORE would make them do nothing without a word.
+        let db = try database("""
+            CREATE TABLE author (id INTEGER PRIMARY KEY, email TEXT UNIQUE ON CONFLICT REPLACE, name TEXT);
+            CREATE TABLE book (id INTEGER PRIMARY KEY, author_id INTEGER REFERENCES author(id) ON DELETE CASCADE);
+            CREATE TABLE tag (id INTEGER PRIMARY KEY ON CONFLICT REPLACE, name TEXT UNIQUE ON CONFLICT IGNORE);
+            INSERT INTO author VALUES (1, 'ann@x', 'Ann'), (2, 'bo@x', 'Bo');
+            INSERT INTO book VALUES (10, 1), (20, 2);
+            INSERT INTO tag VALUES (1, 'red'), (2, 'blue');
+            """)
+        let store = ModelStore(database: db)
+        let authors = [Author(id: 1, email: "ann@x", name: "Ann"), Author(id: 2, email: "bo@x", name: "Bo")]
+        let tags = [Tag(id: 1, name: "red"), Tag(id: 2, name: "blue")]
+        let writes: [(String, () throws -> Void)] = [
+            ("insert", { try store.insert(Author(id: nil, email: "ann@x", name: "Ann Two")) }),
+            ("update", { try store.update(Author(id: 2, email: "ann@x", name: "Bo")) }),
+            ("save", { try store.save(Author(id: 2, email: "ann@x", name: "Bo")) }),
+            ("save new", { try store.save(Author(id: 3, email: "ann@x", name: "Cy")) }),
+            ("insert contentsOf", { try store.insert(contentsOf: [Author(id: 3, email: "ann@x", name: "Cy")]) }),
+            ("save contentsOf", { try store.save(contentsOf: [Author(id: 3, email: "ann@x", name: "Cy")]) }),
+            ("insert tag", { try store.insert(Tag(id: 1, name: "green")) }),
+            ("insert tag name", { try store.insert(Tag(id: 3, name: "red")) }),
+            ("update tag", { try store.update(Tag(id: 2, name: "red")) }),
+            ("save tag", { try store.save(Tag(id: 2, name: "red")) }),
+        ]
+        for (label, write) in writes {
+            do {
+                try write()
+                XCTFail("\(label): no error")
+            } catch {
+                XCTAssertTrue("\(error)".contains("UNIQUE constraint failed"), "\(label): \(error)")
+            }
+            XCTAssertEqual(try store.fetchAll(Author.self, sql: "SELECT * FROM author ORDER BY id"), authors, label)
+            XCTAssertEqual(try store.fetchAll(Tag.self, sql: "SELECT * FROM tag ORDER BY id"), tags, label)
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM book", as: Int.self), 2, label)
+        }
+        // Writes that conflict with nothing still work.
+        try store.save(Author(id: 2, email: "bo@y", name: "Bo"))
+        try store.update(Tag(id: 2, name: "navy"))
+        XCTAssertEqual(try db.scalar("SELECT group_concat(email) FROM author", as: String.self), "ann@x,bo@y")
+        XCTAssertEqual(try db.scalar("SELECT name FROM tag WHERE id = 2", as: String.self), "navy")
+    }
+
     func testUpdateWritesNullForNilOptionals() throws {
         let db = try database("CREATE TABLE edition (isbn TEXT, number INTEGER, note TEXT, PRIMARY KEY (isbn, number));")
         let store = ModelStore(database: db)

@@ -209,6 +209,90 @@ final class SeedingTests: XCTestCase {
         XCTAssertEqual(try values(project, "SELECT count(*) FROM t"), [[.integer(2)]])
     }
 
+    /// Constraints with their own conflict clauses: without an explicit one in the statement, REPLACE deletes the
+    /// conflicting row (cascading to its books and tag links) and IGNORE drops the file's row without a word.
+    static let conflictClauseTables = """
+        CREATE TABLE author (id INTEGER PRIMARY KEY, email TEXT UNIQUE ON CONFLICT REPLACE, name TEXT);
+        CREATE TABLE book (id INTEGER PRIMARY KEY, author_id INTEGER REFERENCES author(id) ON DELETE CASCADE, title TEXT);
+        CREATE TABLE tag (id INTEGER PRIMARY KEY ON CONFLICT REPLACE, name TEXT UNIQUE ON CONFLICT IGNORE,
+                          note TEXT NOT NULL ON CONFLICT IGNORE);
+        CREATE TABLE book_tag (book_id INTEGER, tag_id INTEGER REFERENCES tag(id) ON DELETE CASCADE);
+        INSERT INTO author VALUES (1, 'ann@x', 'Ann'), (3, 'cy@x', 'Cy');
+        INSERT INTO book VALUES (10, 1, 'Ann''s book'), (30, 3, 'Cy''s book');
+        INSERT INTO tag VALUES (1, 'red', 'r');
+        INSERT INTO book_tag VALUES (10, 1);
+        """
+
+    func testTableLevelConflictClausesNeverDeleteOrSkipRowsInAnyMode() throws {
+        let before: [String: [[DatabaseValue]]] = [
+            "author": [[.integer(1), .text("ann@x"), .text("Ann")], [.integer(3), .text("cy@x"), .text("Cy")]],
+            "tag": [[.integer(1), .text("red"), .text("r")]],
+        ]
+        // (table, attributes, file, the error expected (nil: loads), the table's rows after a load)
+        let cases: [(String, String, String, String?, [[DatabaseValue]]?)] = [
+            // insert: a conflict on any constraint is an error naming the row.
+            ("author", "", "id,email,name\n2,ann@x,Ann Two\n", "UNIQUE constraint failed: author.email", nil),
+            ("tag", "", "id,name,note\n1,blue,b\n", "UNIQUE constraint failed: tag.id", nil),
+            ("tag", "", "id,name,note\n2,red,b\n", "UNIQUE constraint failed: tag.name", nil),
+            ("tag", "", "id,name\n2,blue\n", "NOT NULL constraint failed: tag.note", nil),
+            // ignore skips conflicts on its key only (without a key, on any uniqueness constraint).
+            ("author", #"mode="ignore" key="id""#, "id,email,name\n2,ann@x,Ann Two\n", "UNIQUE constraint failed: author.email", nil),
+            ("author", #"mode="ignore" key="id""#, "id,email,name\n1,new@x,Ann One\n", nil, before["author"]),
+            ("author", #"mode="ignore""#, "id,email,name\n2,ann@x,Ann Two\n", nil, before["author"]),
+            ("tag", #"mode="ignore" key="name""#, "id,name,note\n1,blue,b\n", "UNIQUE constraint failed: tag.id", nil),
+            ("tag", #"mode="ignore" key="name""#, "id,name,note\n5,red,b\n", nil, before["tag"]),
+            ("tag", #"mode="ignore" key="name""#, "id,name\n5,blue\n", "NOT NULL constraint failed: tag.note", nil),
+            // upsert, replace and sync update the keyed row; a conflict on another constraint is an error.
+            ("author", #"mode="upsert" key="id""#, "id,email,name\n1,new@x,Ann New\n", nil,
+             [[.integer(1), .text("new@x"), .text("Ann New")], [.integer(3), .text("cy@x"), .text("Cy")]]),
+            ("author", #"mode="upsert" key="id""#, "id,email,name\n2,ann@x,Ann Two\n", "UNIQUE constraint failed: author.email", nil),
+            ("author", #"mode="upsert" key="id""#, "id,email,name\n3,ann@x,Cy\n", "UNIQUE constraint failed: author.email", nil),
+            ("author", #"mode="upsert" key="email""#, "id,email,name\n1,ann@x,Ann New\n", nil,
+             [[.integer(1), .text("ann@x"), .text("Ann New")], [.integer(3), .text("cy@x"), .text("Cy")]]),
+            ("tag", #"mode="upsert" key="id""#, "id,name,note\n1,crimson,c\n", nil, [[.integer(1), .text("crimson"), .text("c")]]),
+            ("tag", #"mode="upsert" key="name""#, "id,name,note\n1,blue,b\n", "UNIQUE constraint failed: tag.id", nil),
+            ("author", #"mode="replace" key="id""#, "id,email,name\n2,ann@x,Ann Two\n", "UNIQUE constraint failed: author.email", nil),
+            ("author", #"mode="replace""#, "id,email,name\n1,new@x,Ann New\n", nil,
+             [[.integer(1), .text("new@x"), .text("Ann New")], [.integer(3), .text("cy@x"), .text("Cy")]]),
+            ("tag", #"mode="replace""#, "id,name,note\n1,crimson,c\n", nil, [[.integer(1), .text("crimson"), .text("c")]]),
+            ("author", #"mode="sync" key="id""#, "id,email,name\n1,ann@x,Ann\n3,cy@x,Cy\n4,ann@x,Dup\n",
+             "UNIQUE constraint failed: author.email", nil),
+            ("tag", #"mode="sync" key="name""#, "id,name,note\n1,blue,b\n", "UNIQUE constraint failed: tag.id", nil),
+        ]
+        for (table, attributes, csv, error, after) in cases {
+            let label = "\(table) \(attributes) \(csv.debugDescription)"
+            let project = try project(schema: Self.conflictClauseTables,
+                                      seeds: #"<seed file="csv/s.csv" table="\#(table)" \#(attributes)/>"#, files: ["csv/s.csv": csv])
+            let report = try migrate(project)
+            if let error {
+                guard let failure = report.failure else {
+                    XCTFail("\(label): loaded without an error")
+                    continue
+                }
+                XCTAssertTrue(failure.message.contains(error), "\(label): \(failure.message)")
+                XCTAssertEqual(failure.line, csv.split(separator: "\n").count, label)
+                XCTAssertTrue(failure.message.contains("row rejected"), "\(label): \(failure.message)")
+            } else {
+                XCTAssertNil(report.failure, "\(label): \(String(describing: report.failure))")
+            }
+            XCTAssertEqual(try values(project, "SELECT * FROM \(table) ORDER BY id"), after ?? before[table], label)
+            XCTAssertEqual(try values(project, "SELECT id FROM book ORDER BY id"), [[.integer(10)], [.integer(30)]], label)
+            XCTAssertEqual(try values(project, "SELECT * FROM book_tag"), [[.integer(10), .integer(1)]], label)
+        }
+    }
+
+    func testTriggersOfTablesWithoutConflictClausesKeepTheirOwnConflictHandling() throws {
+        // The seed's statement names no conflict resolution for a table that declares none, so a trigger's own
+        // INSERT OR IGNORE still ignores (an OR clause in the seed's statement would override it).
+        let project = try project(schema: """
+            CREATE TABLE item (id INTEGER PRIMARY KEY, tag TEXT);
+            CREATE TABLE tag (name TEXT PRIMARY KEY);
+            CREATE TRIGGER item_tag AFTER INSERT ON item BEGIN INSERT OR IGNORE INTO tag VALUES (new.tag); END;
+            """, seeds: #"<seed file="csv/i.csv" table="item"/>"#, files: ["csv/i.csv": "id,tag\n1,red\n2,red\n3,blue\n"])
+        XCTAssertNil(try migrate(project).failure)
+        XCTAssertEqual(try values(project, "SELECT name FROM tag ORDER BY name"), [[.text("blue")], [.text("red")]])
+    }
+
     func testSyncRefusesToDeleteRowsOtherTablesReferenceNamingThem() throws {
         let project = try project(schema: Self.authorsAndBooks, seeds: #"<seed file="csv/a.csv" table="author" mode="sync" key="id"/>"#,
                                   files: ["csv/a.csv": "id,name\n1,Le Guin\n"])

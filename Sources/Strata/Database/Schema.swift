@@ -91,6 +91,33 @@ extension Database {
         }
     }
 
+    /// True when the table's `CREATE TABLE` declares a conflict clause on a constraint (`UNIQUE ON CONFLICT
+    /// REPLACE`, `PRIMARY KEY ON CONFLICT IGNORE`, `NOT NULL ON CONFLICT …`). A statement without its own conflict
+    /// resolution takes the constraint's: REPLACE deletes the conflicting row (firing ON DELETE actions in other
+    /// tables), IGNORE drops the new row without an error. Writers that must not do either state `OR ABORT` on
+    /// such tables. Read from the statement's tokens (strings, quoted names and comments are not words), in the
+    /// main and temp schemas; a name that merely contains the word `conflict` counts too, which errs on the safe side.
+    func declaresConflictClause(_ table: String) throws -> Bool {
+        let statements: [String] = try query("""
+            SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE AND sql IS NOT NULL
+            UNION ALL
+            SELECT sql FROM sqlite_temp_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE AND sql IS NOT NULL
+            """, [table]).all().map { try $0.get(0) }
+        return statements.contains(where: Self.mentionsConflictKeyword)
+    }
+
+    /// True when `sql` holds the keyword CONFLICT (any case) outside strings, quoted identifiers and comments.
+    static func mentionsConflictKeyword(_ sql: String) -> Bool {
+        Array(sql.utf8).withUnsafeBufferPointer { text in
+            var finder = KeywordFinder(text: text, keyword: Array("conflict".utf8))
+            var scanner = SQLScanner()
+            var index = 0
+            while index < text.count { _ = scanner.nextStatement(in: text, base: 0, index: &index, tokens: &finder) }
+            _ = scanner.finish(at: text.count, tokens: &finder)
+            return finder.found
+        }
+    }
+
     /// The name of a column's collating sequence (`BINARY`, `NOCASE`, …), or nil when there is no such column.
     func collation(of column: String, in table: String) throws -> String? {
         var collation: UnsafePointer<CChar>?
@@ -128,4 +155,19 @@ extension Database {
             .map { $0.sql + ";\n" }
             .joined(separator: "\n")
     }
+}
+
+/// Notes whether a bare word equal to a lower-case ASCII keyword (ASCII case folded) goes by.
+private struct KeywordFinder: SQLTokenSink {
+    let text: UnsafeBufferPointer<UInt8>
+    let keyword: [UInt8]
+    var found = false
+
+    mutating func word(from start: Int, to end: Int) {
+        guard !found, end - start == keyword.count else { return }
+        found = zip(text[start..<end], keyword).allSatisfy { ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }
+    }
+
+    mutating func quoted(_ quote: UInt8, from start: Int, to end: Int) {}
+    mutating func punctuation(_ byte: UInt8, at offset: Int) {}
 }

@@ -13,6 +13,9 @@ public struct ModelLayout: Sendable, Equatable {
     /// The table's columns as declared; empty when the table does not exist.
     public let columns: [ColumnInfo]
     let mapping: ModelMapping?
+    /// The table declares a conflict clause on a constraint (`UNIQUE ON CONFLICT REPLACE`, …), so writes state
+    /// `OR ABORT`: an insert or update must never delete another row or be dropped in silence.
+    let declaresConflictClause: Bool
 
     init(typeName: String, mapping: ModelMapping?, database: Database) throws {
         self.typeName = typeName
@@ -31,6 +34,7 @@ public struct ModelLayout: Sendable, Equatable {
         let resolved = table ?? snakeCase(typeName)
         self.table = resolved
         columns = try database.columns(in: resolved)
+        declaresConflictClause = try database.declaresConflictClause(resolved)
         if let key = mapping?.primaryKey, !key.isEmpty {
             primaryKey = key
         } else {

@@ -274,9 +274,17 @@ public final class ModelStore {
         row.properties.map(layout.column(for:))
     }
 
+    /// ` OR ABORT` for a table whose constraints carry their own conflict clause: without it, REPLACE would make an
+    /// insert or update delete the row it conflicts with (and rows of other tables, by cascade), and IGNORE would
+    /// make it do nothing without an error. Only there, since an OR clause also overrides the conflict handling of
+    /// statements in the table's triggers.
+    private static func orAbort(_ layout: ModelLayout) -> String {
+        layout.declaresConflictClause ? " OR ABORT" : ""
+    }
+
     private func insertSQL(_ layout: ModelLayout, _ row: EncodedRow) throws -> String {
         let columns = columns(layout, row)
-        return "INSERT INTO \(quoteIdentifier(layout.table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) "
+        return "INSERT\(Self.orAbort(layout)) INTO \(quoteIdentifier(layout.table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) "
             + "VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
     }
 
@@ -324,7 +332,7 @@ public final class ModelStore {
             return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(keys.joined(separator: " AND "))",
                                        .positional(keyValues), as: Int.self) ?? 0 > 0
         }
-        try database.execute("UPDATE \(quoteIdentifier(layout.table)) SET \(sets.joined(separator: ", ")) WHERE \(keys.joined(separator: " AND "))",
+        try database.execute("UPDATE\(Self.orAbort(layout)) \(quoteIdentifier(layout.table)) SET \(sets.joined(separator: ", ")) WHERE \(keys.joined(separator: " AND "))",
                              .positional(setValues + keyValues))
         return database.changes > 0
     }

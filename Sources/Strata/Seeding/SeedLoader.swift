@@ -110,11 +110,16 @@ struct SeedLoader {
         let width = header.count
         let batchSize = step.mode == .sync ? 1 : max(1, min(Self.maximumBatch, 32_766 / width))
         let names = targets.map(\.name)
+        // A constraint's own conflict clause applies to a statement that states none: REPLACE would delete the
+        // conflicting row (cascading into other tables) and IGNORE drop the file's row in silence. On such a table
+        // the statement says OR ABORT, which overrides them; the ON CONFLICT target below still decides for the key.
+        // (Only there: an OR clause also overrides the conflict handling of statements in the table's triggers.)
+        let orAbort = try database.declaresConflictClause(step.table)
         let single: Statement
         let batch: Statement?
         do {
-            single = try database.prepare(insertSQL(names, rows: 1, tableColumns: tableColumns))
-            batch = batchSize > 1 ? try database.prepare(insertSQL(names, rows: batchSize, tableColumns: tableColumns)) : nil
+            single = try database.prepare(insertSQL(names, rows: 1, tableColumns: tableColumns, orAbort: orAbort))
+            batch = batchSize > 1 ? try database.prepare(insertSQL(names, rows: batchSize, tableColumns: tableColumns, orAbort: orAbort)) : nil
         } catch let error as DatabaseError {
             throw failure(nil, step.key.isEmpty ? error.message
                           : "key (\(step.key.joined(separator: ", "))) must be the primary key or have a UNIQUE index: \(error.message)")
@@ -290,13 +295,13 @@ struct SeedLoader {
         }
     }
 
-    private func insertSQL(_ columns: [String], rows: Int, tableColumns: [ColumnInfo]) -> String {
+    private func insertSQL(_ columns: [String], rows: Int, tableColumns: [ColumnInfo], orAbort: Bool) -> String {
         let table = quoteIdentifier(step.table)
         let names = columns.map(quoteIdentifier).joined(separator: ", ")
         let tuple = "(" + columns.map { _ in "?" }.joined(separator: ", ") + ")"
         let values = Array(repeating: tuple, count: rows).joined(separator: ", ")
         let keys = step.key.map(quoteIdentifier).joined(separator: ", ")
-        let base = "INSERT INTO \(table) (\(names)) VALUES \(values)"
+        let base = "INSERT\(orAbort ? " OR ABORT" : "") INTO \(table) (\(names)) VALUES \(values)"
         switch step.mode {
         case .insert:
             return base
