@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import Strata
 
@@ -60,7 +59,7 @@ struct Commands {
         let probe: Database
         do {
             probe = try Database(path: path, configuration: Database.Configuration(readOnly: true, foreignKeys: false))
-        } catch let error as DatabaseError where error.resultCode == SQLITE_CANTOPEN {
+        } catch let error as DatabaseError where error.kind == .cannotOpen {
             // No database there yet; or a file that cannot be read, which the command's own open reports.
             return FileManager.default.fileExists(atPath: path)
         }

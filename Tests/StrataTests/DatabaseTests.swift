@@ -516,4 +516,29 @@ extension DatabaseTests {
         XCTAssertTrue(error?.message.contains("syntax error") ?? false)
         XCTAssertThrowsError(try db.executeScript(contentsOfFile: dir.appendingPathComponent("missing.sql").path))
     }
+
+    func testErrorsSayTheirKindWithoutSQLiteCodes() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let path = dir.appendingPathComponent("k.sqlite").path
+        let db = try Database(path: path, configuration: .init(busyTimeout: .milliseconds(10)))
+        try db.execute("CREATE TABLE t (x UNIQUE NOT NULL)")
+        try db.execute("INSERT INTO t VALUES (1)")
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (1)") }?.kind, .constraint)
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("SELEC 1") }?.kind, .syntax)
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("SELECT ?", [1, 2]) }?.kind, .misuse)
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("SELECT ?", [UInt64.max]) }?.kind, .conversion)
+        let other = try Database(path: path, configuration: .init(busyTimeout: .milliseconds(10)))
+        try other.execute("BEGIN IMMEDIATE")
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (2)") }?.kind, .busy)
+        try other.execute("ROLLBACK")
+        let reader = try Database(path: path, configuration: .init(readOnly: true))
+        XCTAssertEqual(assertThrows(DatabaseError.self) { try reader.execute("INSERT INTO t VALUES (3)") }?.kind, .readOnly)
+        XCTAssertEqual(assertThrows(DatabaseError.self) {
+            try Database(path: dir.appendingPathComponent("no/such/dir.sqlite").path)
+        }?.kind, .cannotOpen)
+        for kind in [DatabaseError.Kind.busy, .constraint, .readOnly, .diskFull, .syntax, .misuse, .conversion,
+                     .cannotOpen, .authorization, .other] {
+            XCTAssertEqual(DatabaseError(kind: kind, message: "m").kind, kind, "an error made by kind keeps it")
+        }
+    }
 }

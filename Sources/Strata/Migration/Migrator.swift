@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 
 /// Brings a database up to date with a manifest: each migration and seed exactly once, each completely or not at all.
@@ -334,7 +333,7 @@ public struct Migrator {
                                 checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryStore.now(),
                                 durationMs: durationMs, rowCount: nil, state: .applied, toolVersion: Strata.version,
                                 appliedSQL: ran.text, runner: nil, error: nil))
-                        } catch let error as DatabaseError where !error.isBusy {
+                        } catch let error as DatabaseError where error.kind != .busy {
                             throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path),
                                               line: nil, column: nil, message: "could not record the step: \(error.message)")
                         }
@@ -432,7 +431,7 @@ public struct Migrator {
                 try history.write(record)
                 return
             } catch let error as DatabaseError {
-                if error.isBusy && ContinuousClock.now < deadline {
+                if error.kind == .busy && ContinuousClock.now < deadline {
                     progress?(.waiting("\(migration.id) ran; waiting for the write lock to record it"))
                     continue
                 }
@@ -515,7 +514,7 @@ public struct Migrator {
                     } catch let error as SeedError {
                         throw StepFailure(kind: .seed, id: seed.id, file: error.file, line: error.line,
                                           column: error.column, message: error.message)
-                    } catch let error as DatabaseError where !error.isBusy {
+                    } catch let error as DatabaseError where error.kind != .busy {
                         throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
                                           message: error.message)
                     }
@@ -619,7 +618,7 @@ public struct Migrator {
                 }
                 let bytes: [UInt8]
                 do { bytes = try RegularFile(path: migration.path).readToEnd() } catch {
-                    throw DatabaseError(code: SQLITE_CANTOPEN, message: "\(error)")
+                    throw DatabaseError(kind: .cannotOpen, message: "\(error)")
                 }
                 bytes.withUnsafeBufferPointer(observe)
                 let section: MigrationSection
@@ -633,7 +632,7 @@ public struct Migrator {
                                            afterEach: statementFinished)
             }
         } catch let error as DatabaseError {
-            let message = error.line == nil && error.resultCode == SQLITE_CANTOPEN
+            let message = error.line == nil && error.kind == .cannotOpen
                 ? "cannot read the migration file (\(error.message))" : error.message
             throw failure(message, line: error.line, column: error.column)
         }
@@ -667,7 +666,7 @@ public struct Migrator {
         let violations: [ForeignKeyViolation]
         do {
             violations = baseline.new(in: try database.foreignKeyViolations())
-        } catch let error as DatabaseError where !error.isBusy {
+        } catch let error as DatabaseError where error.kind != .busy {
             throw failure("foreign key check could not run: \(error.message) (a REFERENCES clause must name the parent's primary key or a UNIQUE column)")
         }
         guard !violations.isEmpty else { return }
@@ -680,7 +679,7 @@ public struct Migrator {
     private func withWriteLock<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as DatabaseError where error.isBusy {
+        } catch let error as DatabaseError where error.kind == .busy {
             throw MigrationError.lockTimeout(
                 "another process held the database's write lock for longer than the busy timeout (\(database.configuration.busyTimeout)); it may be migrating too — run again, or raise --timeout")
         }
