@@ -181,6 +181,8 @@ struct Commands {
             output.error("strata \(command): \(failure)")
             if let unfinished = report.unfinishedRollback {
                 output.error("  \(failure.id) is not fully rolled back yet: SQLite could not finish (\(unfinished)); the journal beside \(path) holds what undoes it, and the next command that opens the database (e.g. 'strata status') completes the rollback.")
+            } else if failure.aftermath == .kept {
+                output.error("  \(failure.id) was applied and recorded; the run stopped after it: nothing after it ran.")
             } else if case .partlyApplied = failure.aftermath {
                 output.error("  \(failure.id) ran outside a transaction and failed; what stayed applied is said above; nothing after it ran.")
             } else {
@@ -388,6 +390,7 @@ struct Commands {
         switch aftermath {
         case .rolledBack: ["state": .string("rolled-back")]
         case .partlyApplied(let kept): ["state": .string("partly-applied"), "kept": .string(kept)]
+        case .kept: ["state": .string("applied")]
         }
     }
 

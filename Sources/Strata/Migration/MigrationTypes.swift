@@ -127,12 +127,14 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
         /// A `transaction="none"` file stopped part-way: what it says stayed applied, and the step is recorded
         /// `failed` until a human settles it with `strata resolve`.
         case partlyApplied(String)
+        /// The step itself was applied and recorded; what failed came after it (the run stopped there).
+        case kept
     }
 
     /// `file:line:column: message`, and for a partly applied step what stayed and what to do.
     public var description: String {
         switch aftermath {
-        case .rolledBack:
+        case .rolledBack, .kept:
             return summary
         case .partlyApplied:
             return summary
@@ -144,6 +146,7 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
     var summary: String {
         switch aftermath {
         case .rolledBack: placeDescription(file, line, column, message)
+        case .kept: placeDescription(file, line, column, message) + "; the step itself was applied and recorded"
         case .partlyApplied(let kept): placeDescription(file, line, column, message) + "; " + kept
         }
     }

@@ -215,11 +215,17 @@ public struct Migrator {
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
         var report = MigrationReport()
         // Violations already in the database are not blamed on a step: each is checked for those it makes.
-        var foreignKeys = ForeignKeyBaseline.none
+        var foreignKeys = ForeignKeyBaseline()
         if plan.steps.contains(where: { $0.step.kind == .migration }) {
-            foreignKeys = try ForeignKeyBaseline(database)
-            if !foreignKeys.isEmpty {
-                progress?(.notice("\(foreignKeys.count) foreign key violation\(foreignKeys.count == 1 ? "" : "s") already in the database (e.g. \(foreignKeys.examples.map(\.description).joined(separator: "; "))); each migration is checked only for violations it adds"))
+            do {
+                foreignKeys = try ForeignKeyBaseline(database)
+                if !foreignKeys.isEmpty {
+                    progress?(.notice("\(foreignKeys.count) foreign key violation\(foreignKeys.count == 1 ? "" : "s") already in the database; each migration is checked only for violations it adds"))
+                }
+            } catch let error as DatabaseError where error.kind != .busy {
+                // A schema SQLite cannot check (a foreign key to a column that is not unique): a step may fix it,
+                // and each step is checked after it runs, so the run starts and says why nothing is excused.
+                progress?(.notice("foreign keys cannot be checked before the run (\(error.message)); each migration is checked after it runs"))
             }
         }
         for (index, planned) in plan.steps.enumerated() {
@@ -229,15 +235,17 @@ public struct Migrator {
                 report.notRun = plan.steps[index...].map(\.step.id)
                 return report
             }
+            // Each migration starts from the connection as the run opened it (see `ConnectionSnapshot`).
+            let snapshot = planned.step.kind == .migration ? try ConnectionSnapshot(database) : nil
             progress?(.started(planned.step, planned.reason))
             do {
                 let started = ContinuousClock.now
                 let outcome: StepOutcome
                 switch planned.step {
                 case .migration(let migration) where migration.runsInTransaction:
-                    outcome = try isolated { try applyInTransaction(migration, foreignKeys, progress) }
+                    outcome = try applyInTransaction(migration, foreignKeys, progress)
                 case .migration(let migration):
-                    outcome = try isolated { try applyOutsideTransaction(migration, options, foreignKeys, progress) }
+                    outcome = try applyOutsideTransaction(migration, options, foreignKeys, progress)
                 case .seed(let seed):
                     outcome = try applySeed(seed, started: started, progress)
                 }
@@ -261,6 +269,15 @@ public struct Migrator {
                 report.failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
                                              file: displayPath(planned.step.filePath), line: nil, column: nil,
                                              message: "COMMIT failed, the step was rolled back: \(error.message)")
+            }
+            do {
+                try snapshot?.restore(database)
+            } catch where report.failure == nil {
+                var failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
+                                          file: displayPath(planned.step.filePath), line: nil, column: nil,
+                                          message: "the connection could not be put back as it was before this step (\(error)); the run stopped so that later steps do not run on a changed connection")
+                failure.aftermath = .kept
+                report.failure = failure
             }
             if report.failure != nil {
                 settleAfterFailure(&report)
@@ -296,20 +313,6 @@ public struct Migrator {
 
     /// Thrown while waiting for another process's step once the run is cancelled; nothing was claimed.
     private struct Cancelled: Error {}
-
-    /// Runs one migration step and then puts the connection back as it was before it (see `ConnectionSnapshot`).
-    private func isolated(_ step: () throws -> StepOutcome) throws -> StepOutcome {
-        let snapshot = try ConnectionSnapshot(database)
-        let outcome: StepOutcome
-        do {
-            outcome = try step()
-        } catch {
-            try? snapshot.restore(database)
-            throw error
-        }
-        try snapshot.restore(database)
-        return outcome
-    }
 
     private func applyInTransaction(_ migration: MigrationStep, _ foreignKeys: ForeignKeyBaseline,
                                     _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
@@ -650,9 +653,8 @@ public struct Migrator {
     private func withForeignKeys<T>(enforced: Bool, _ body: () throws -> T) throws -> T {
         let previous = try database.scalar("PRAGMA foreign_keys", as: Bool.self) ?? false
         if previous != enforced { try database.execute("PRAGMA foreign_keys = \(enforced ? "ON" : "OFF")") }
-        defer {
-            if previous != enforced { try? database.execute("PRAGMA foreign_keys = \(previous ? "ON" : "OFF")") }
-        }
+        // Whatever the file set (a transaction="none" file may switch it): `ConnectionSnapshot` checks this too.
+        defer { try? database.execute("PRAGMA foreign_keys = \(previous ? "ON" : "OFF")") }
         return try body()
     }
 
@@ -665,14 +667,16 @@ public struct Migrator {
         }
         let violations: [ForeignKeyViolation]
         do {
-            violations = baseline.new(in: try database.foreignKeyViolations())
+            violations = try baseline.check(database)
         } catch let error as DatabaseError where error.kind != .busy {
             throw failure("foreign key check could not run: \(error.message) (a REFERENCES clause must name the parent's primary key or a UNIQUE column)")
         }
         guard !violations.isEmpty else { return }
         let shown = violations.prefix(10).map(\.description).joined(separator: "; ")
         let more = violations.count > 10 ? " (and \(violations.count - 10) more)" : ""
-        throw failure("foreign key check failed: \(shown)\(more)")
+        let withoutRowid = violations.contains { $0.rowid == nil }
+            ? " (rows of tables without rowid cannot be told apart from rows that were already wrong before the run)" : ""
+        throw failure("foreign key check failed: \(shown)\(more)\(withoutRowid)")
     }
 
     /// Turns SQLite's busy error into a message a deploy log can act on.
