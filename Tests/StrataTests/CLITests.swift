@@ -266,6 +266,51 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(schema.stdout.contains("CREATE TABLE a"), schema.stdout)
     }
 
+    func testAFileURIWhoseParametersChangeHowSQLiteOpensTheFileIsRefused() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
+            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "csv/t.csv": "x\n1\n"])
+        // The file exists: `vfs=memdb` opened it as an empty database in memory, so migrate said "2 steps applied"
+        // and kept nothing; `nolock`, `unix-none` and `immutable` remove the locking or lie about the file.
+        try Database(path: project.databasePath).execute("CREATE TABLE kept (x)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
+        let commands = [["migrate"], ["seed"], ["baseline", "--through", "1_a.sql"], ["repair"],
+                        ["resolve", "1_a.sql", "--applied"], ["status"], ["plan"], ["check"], ["schema"]]
+        for path in ["file:db.sqlite?vfs=memdb", "file:db.sqlite?nolock=1", "file:db.sqlite?vfs=unix-none",
+                     "file:db.sqlite?immutable=1", "file:db.sqlite?mode=memory", "file:db.sqlite?vfs=unix-dotfile",
+                     "file:db.sqlite?mode=rwc&vfs=memdb", "file:db.sqlite?cache=shared&nolock=1",
+                     "file:db.sqlite?v%66s=memdb", "file:db.sqlite?nolock", "file:db.sqlite?immutable=1#x",
+                     "file:./db.sqlite?mode=ro&immutable=true", "file:db.sqlite?vfs%00junk=memdb"] {
+            for command in commands {
+                let result = try project.strata(command + ["--database", path])
+                XCTAssertEqual(result.status, 2, "\(command) --database '\(path)': \(result.stdout)\(result.stderr)")
+                XCTAssertTrue(result.stderr.contains("--database '\(path)' names no database file"), result.stderr)
+            }
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: project.databasePath)), before, "nothing was written")
+        let left = try FileManager.default.contentsOfDirectory(atPath: project.root.path).sorted()
+        XCTAssertEqual(left, ["csv", "db.sqlite", "manifest.xml", "sql"], "no file is created by a refused command")
+
+        // The manifest's path is held to the same rule.
+        try project.file("manifest.xml", """
+            <manifest version="1"><database path="file:db.sqlite?vfs=memdb"/><migrations directory="sql"/></manifest>
+            """)
+        let fromManifest = try project.strata(["migrate"])
+        XCTAssertEqual(fromManifest.status, 2, fromManifest.stdout + fromManifest.stderr)
+        XCTAssertTrue(fromManifest.stderr.contains("names no database file"), fromManifest.stderr)
+
+        // Parameters that leave the file opened as usual are fine.
+        let migrate = try project.strata(["migrate", "--database", "file:db.sqlite?cache=private"])
+        XCTAssertEqual(migrate.status, 0, migrate.stderr)
+        XCTAssertTrue(try project.database().tableExists("a"))
+        let status = try project.strata(["status", "--database", "file:db.sqlite?mode=ro"])
+        XCTAssertEqual(status.status, 0, status.stderr)
+        // After opening, the VFS SQLite actually used is checked too (memdb is not the default one).
+        XCTAssertNotEqual(try Database(path: "file:/strata-vfs-probe?vfs=memdb").vfsName, Database.defaultVFSName)
+        XCTAssertEqual(try project.database().vfsName, Database.defaultVFSName)
+    }
+
     func testCommandsThatRefuseDoNotCreateTheDatabaseFile() throws {
         let project = try Project(self, manifest: """
             <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>

@@ -385,9 +385,10 @@ final class MigrationRulesTests: XCTestCase {
 
     func testALoneCRInsideALineCommentIsDataForTheChecksum() throws {
         // SQLite ends a `--` comment only at LF: here `CREATE TABLE b` is comment, and turning the CR into LF runs it.
+        // `migrate` refuses such a file (testALoneCRInsideALineCommentIsRefusedUpFront); one recorded before that
+        // rule (here by baseline) still compares by what SQLite ran.
         let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);\n-- add b\rCREATE TABLE b (x);\n"])
-        XCTAssertNil(try project.migrator().migrate().failure)
-        XCTAssertFalse(try project.database().tableExists("b"))
+        XCTAssertEqual(try project.migrator().baseline(through: "1_a.sql"), ["1_a.sql"])
         try project.file("sql/1_a.sql", "CREATE TABLE a (x);\n-- add b\nCREATE TABLE b (x);\n")
         XCTAssertEqual(try project.migrator().status().map(\.state), [.drifted])
         try project.file("sql/1_a.sql", "CREATE TABLE a (x);\r\n-- add b\rCREATE TABLE b (x);\r\n")
@@ -564,5 +565,108 @@ final class MigrationRulesTests: XCTestCase {
         let report = try project.migrator().migrate { if case .notice(let text) = $0 { notices.append(text) } }
         XCTAssertNil(report.failure, String(describing: report.failure))
         XCTAssertTrue(notices.first?.contains("foreign keys cannot be checked before the run") ?? false, "\(notices)")
+    }
+
+    /// A database holding the history and the tables the statements below use.
+    private func historyDatabase() throws -> Database {
+        let db = try Database()
+        try db.execute(HistoryStore.createSQL)
+        try db.executeScript("CREATE TABLE t (x); CREATE TABLE deploy_log (n); CREATE TABLE a (x);")
+        return db
+    }
+
+    func testTheLintFlagsWritesToHistoryNotReadsOfItAsTheAuthorizerDoes() throws {
+        // Reads of the history: SQLite's authorizer allows them while the file runs, so validate must not refuse them.
+        for read in ["INSERT INTO deploy_log SELECT count(*) FROM strata_history;",
+                     "INSERT INTO deploy_log SELECT count(*) FROM main.\"STRATA_HISTORY\";",
+                     "CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO deploy_log SELECT count(*) FROM strata_history; END;",
+                     "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1 FROM a JOIN strata_history ON strata_history.identity = a.x; END;",
+                     "WITH h AS (SELECT * FROM strata_history) INSERT INTO deploy_log SELECT identity FROM h;",
+                     "UPDATE t SET x = (SELECT max(identity) FROM strata_history);",
+                     "DELETE FROM t WHERE x IN (SELECT identity FROM strata_history);",
+                     "CREATE VIEW applied AS SELECT * FROM strata_history;",
+                     "CREATE TABLE copy AS SELECT * FROM strata_history;",
+                     "CREATE INDEX i ON t(x) WHERE x > 0; SELECT * FROM strata_history;",
+                     "REPLACE INTO deploy_log SELECT count(*) FROM [strata_history];"] {
+            XCTAssertEqual(SQLLint.findings(in: read), [], "a read of history is no finding: \(read)")
+            XCTAssertEqual(SQLLint.findings(in: read, insideTransaction: false), [], read)
+            XCTAssertNoThrow(try runGuarded(read, on: try historyDatabase()), "the authorizer allows \(read)")
+        }
+        // Writes whose target is the history, however spelled, at statement level and inside trigger bodies.
+        for write in ["INSERT OR IGNORE INTO main.strata_history (kind) VALUES ('x');",
+                      "UPDATE OR REPLACE \"Strata_History\" SET state = 'failed';",
+                      "DELETE FROM temp.strata_history;",
+                      "DROP TABLE IF EXISTS `strata_history`;",
+                      "ALTER TABLE main.[strata_history] RENAME TO h;",
+                      "ALTER TABLE t RENAME TO strata_history;",
+                      "CREATE TEMPORARY TABLE IF NOT EXISTS strata_history (x);",
+                      "CREATE VIRTUAL TABLE temp.strata_history USING fts5(x);",
+                      "CREATE UNIQUE INDEX hi ON strata_history (applied_at);",
+                      "CREATE INDEX IF NOT EXISTS main.hi ON 'strata_history' (state);",
+                      "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE strata_history SET state = 'x'; END;",
+                      "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; INSERT OR REPLACE INTO \"strata_history\" (kind) VALUES ('x'); END;",
+                      "CREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM main.strata_history WHERE 1; END;",
+                      "WITH h AS (SELECT 1) DELETE FROM strata_history WHERE identity IN h;"] {
+            let findings = SQLLint.findings(in: write, insideTransaction: false)
+            XCTAssertEqual(findings.count, 1, write)
+            XCTAssertTrue(findings.first?.message.contains("writes to strata_history") ?? false, "\(write): \(findings)")
+        }
+    }
+
+    func testALoneCRInsideALineCommentIsRefusedUpFront() throws {
+        // Old Mac line endings: SQLite reads everything after the first `--` as one comment, so nothing after it runs.
+        let classic = "CREATE TABLE a (x);\r-- add b\rCREATE TABLE b (x);\rCREATE TABLE c (x);\r"
+        let findings = SQLLint.findings(in: classic)
+        XCTAssertEqual(findings.map { [$0.line, $0.column] }, [[2, 9]], "\(findings)")
+        XCTAssertTrue(findings.first?.message.contains("a lone CR inside a -- comment") ?? false, "\(findings)")
+        XCTAssertEqual(SQLLint.findings(in: classic, insideTransaction: false).count, 1)
+        // CRLF and LF end a comment; a CR at the very end hides nothing; a CR in a string or a block comment is data.
+        for fine in ["-- a\r\nCREATE TABLE a (x);\r\n", "-- a\nCREATE TABLE a (x);\n", "CREATE TABLE a (x); -- end\r",
+                     "/* a\rb */ CREATE TABLE a (x);\r", "INSERT INTO t VALUES ('-- a\rb');"] {
+            XCTAssertEqual(SQLLint.findings(in: fine), [], fine.debugDescription)
+        }
+        let project = try Project(self, files: ["sql/1_a.sql": classic])
+        XCTAssertEqual(try project.migrator().lint().map { [$0.location.line, $0.location.column ?? 0] }, [[2, 9]])
+        XCTAssertThrowsError(try project.migrator().migrate())
+        XCTAssertFalse(try project.database().tableExists("a"), "migrate refuses it before anything runs")
+
+        // The up section of another tool's file is linted at the file's own lines.
+        let goose = "-- +goose Up\nCREATE TABLE a (x);\n-- add b\rCREATE TABLE b (x);\n-- +goose Down\nDROP TABLE a;\n"
+        let gooseProject = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#,
+                                       files: ["sql/1_a.sql": goose])
+        let problems = try gooseProject.migrator().lint()
+        XCTAssertEqual(problems.map { [$0.location.line, $0.location.column ?? 0] }, [[3, 9]], "\(problems)")
+        XCTAssertTrue(problems.first?.message.contains("lone CR") ?? false, "\(problems)")
+    }
+
+    func testIndexesOnHistoryAndTempCreationsAndHeapLimitsAreRefused() throws {
+        defer {
+            // Should the guard let them through, undo the process-wide limits (the values are harmless anyway).
+            sqlite3_soft_heap_limit64(0)
+            sqlite3_hard_heap_limit64(0)
+        }
+        for statement in ["CREATE VIRTUAL TABLE temp.strata_history USING fts5(x)",
+                          "CREATE UNIQUE INDEX hi ON strata_history (applied_at)",
+                          "CREATE INDEX main.hi ON \"Strata_History\" (state)",
+                          "PRAGMA soft_heap_limit = 1125899906842624", "PRAGMA hard_heap_limit = 1125899906842624",
+                          "PRAGMA soft_heap_limit(1125899906842624)"] {
+            for insideTransaction in [true, false] {
+                let error = assertThrows(DatabaseError.self) {
+                    try runGuarded(statement, insideTransaction: insideTransaction, on: try historyDatabase())
+                }
+                XCTAssertEqual(error?.resultCode, SQLITE_AUTH, "\(statement): \(String(describing: error))")
+            }
+            XCTAssertEqual(SQLLint.findings(in: statement, insideTransaction: false).count, 1, "validate: \(statement)")
+        }
+        // Dropping an index on the history cannot be seen lexically; the authorizer refuses it.
+        let db = try historyDatabase()
+        try db.execute("CREATE INDEX made_by_hand ON strata_history (state)")
+        let error = assertThrows(DatabaseError.self) { try runGuarded("DROP INDEX made_by_hand", on: db) }
+        XCTAssertEqual(error?.resultCode, SQLITE_AUTH, String(describing: error))
+        XCTAssertTrue(error?.message.contains("strata_history") ?? false, String(describing: error))
+        // Reading the limits, and indexes and virtual tables of other names, are fine.
+        try runGuarded("PRAGMA soft_heap_limit; PRAGMA hard_heap_limit; CREATE INDEX ti ON t (x); DROP INDEX ti;"
+                       + " CREATE VIRTUAL TABLE temp.search USING fts5(x);", on: try historyDatabase())
+        XCTAssertEqual(SQLLint.findings(in: "PRAGMA soft_heap_limit; PRAGMA hard_heap_limit;"), [])
     }
 }

@@ -122,6 +122,11 @@ struct ReadmeExamples {
             // One build for all is the common case; only when it fails is each block built alone, to say which.
             whole = try runProcess(["swift", "build", "--package-path", packageDirectory.path], in: packageDirectory)
             if whole?.status == 0 { return [:] }
+            // An incremental build can trip over its own state after the library's sources changed under it: one
+            // clean build decides before any block is blamed.
+            try? FileManager.default.removeItem(at: packageDirectory.appendingPathComponent(".build"))
+            whole = try runProcess(["swift", "build", "--package-path", packageDirectory.path], in: packageDirectory)
+            if whole?.status == 0 { return [:] }
         }
         var failures: [String: String] = [:]
         for block in wanted {

@@ -8,8 +8,8 @@ import Foundation
 struct ScriptRules: Sendable {
     /// The SQL runs inside a transaction Strata owns: it may not end it, nor use what cannot work inside one.
     var insideTransaction: Bool
-    /// Tables (lower-case, in any schema) it may not write, alter, drop, put triggers on, or create again:
-    /// Strata's history.
+    /// Tables (lower-case, in any schema) it may not write, alter, drop, index, put triggers on, or create again
+    /// (in main or temp): Strata's history.
     var protectedTables: Set<String> = [HistoryStore.table]
 }
 
@@ -37,7 +37,13 @@ private final class AuthorizerState {
             // A temp table of that name would take the history's writes in its place (temp is searched first).
             return protectedMessage(first, in: nil, verb: "creates another table or view named")
         case SQLITE_CREATE_TABLE, SQLITE_CREATE_VIEW, SQLITE_CREATE_VTABLE:
-            return protectedMessage(first, in: database, verb: "creates another table or view named")
+            // `CREATE VIRTUAL TABLE temp.…` arrives here with the temp schema: as protected as `CREATE TEMP TABLE`.
+            let shadows = database?.lowercased() == "temp"
+            return protectedMessage(first, in: shadows ? nil : database, verb: "creates another table or view named")
+        case SQLITE_CREATE_INDEX, SQLITE_CREATE_TEMP_INDEX, SQLITE_DROP_INDEX, SQLITE_DROP_TEMP_INDEX:
+            // The table is the second argument. An index (a unique one especially) can make history writes fail.
+            let creates = action == SQLITE_CREATE_INDEX || action == SQLITE_CREATE_TEMP_INDEX
+            return protectedMessage(second, in: database, verb: creates ? "puts an index on" : "drops an index on")
         case SQLITE_TRANSACTION where rules.insideTransaction:
             return "\(first ?? "this statement") would end the transaction Strata wraps around the file, breaking all-or-nothing; mark the file transaction=\"none\" in the manifest"
         case SQLITE_ATTACH where rules.insideTransaction, SQLITE_DETACH where rules.insideTransaction:
@@ -62,6 +68,8 @@ private final class AuthorizerState {
             return "PRAGMA writable_schema lets SQL rewrite the schema behind SQLite's back; Strata refuses it in migrations"
         case "query_only":
             return "PRAGMA query_only would stop Strata recording the step; Strata refuses it in migrations"
+        case "soft_heap_limit", "hard_heap_limit":
+            return "PRAGMA \(name) sets a memory limit for the whole process, which outlives the step: later steps would fail with out of memory; Strata refuses it in migrations"
         case "case_sensitive_like":
             return "PRAGMA case_sensitive_like changes LIKE for the rest of the run and cannot be read back to restore it; use GLOB or a COLLATE clause instead"
         default:

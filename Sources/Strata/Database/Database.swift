@@ -129,6 +129,21 @@ public final class Database {
         return path.isEmpty ? nil : path
     }
 
+    /// The VFS the main database is read and written through, as SQLite names it (`unix` on Linux, unless a URI's
+    /// `vfs=` chose another such as `memdb` or `unix-none`); nil when no file backs it (in memory, temporary).
+    public var vfsName: String? {
+        var name: UnsafeMutablePointer<CChar>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_VFSNAME, &name) == SQLITE_OK, let name else { return nil }
+        defer { sqlite3_free(name) }
+        return String(cString: name)
+    }
+
+    /// The VFS SQLite uses when a filename names none: the one that keeps a database in its file, with locking.
+    public static var defaultVFSName: String? {
+        guard let vfs = sqlite3_vfs_find(nil), let name = vfs.pointee.zName else { return nil }
+        return String(cString: name)
+    }
+
     /// The rowid of the most recent successful INSERT on this connection.
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     /// Rows changed by the most recent INSERT, UPDATE or DELETE.

@@ -141,7 +141,9 @@ struct SQLScanner {
                     _ = apply(.other, at: constructStart, end: constructStart + 1)
                 }
             case .lineComment:
+                let from = index
                 index = Self.find(0x0A, in: bytes, from: index)
+                tokens.lineComment(from: base + from, to: base + index)
                 if index < end { lexical = .normal; index += 1 }
             case .blockComment:
                 index = Self.find(UInt8(ascii: "*"), in: bytes, from: index)
@@ -274,6 +276,13 @@ protocol SQLTokenSink {
     /// A string (quote `'`), a quoted identifier (`"`, `` ` ``, or `[` for `[…]`), including its quotes.
     mutating func quoted(_ quote: UInt8, from start: Int, to end: Int)
     mutating func punctuation(_ byte: UInt8, at offset: Int)
+    /// Bytes inside a `--` comment (after the `--`, before the LF that ends it); a comment split across chunks is
+    /// reported a piece at a time.
+    mutating func lineComment(from start: Int, to end: Int)
+}
+
+extension SQLTokenSink {
+    @inline(__always) mutating func lineComment(from start: Int, to end: Int) {}
 }
 
 /// The sink for scanning that only needs statement boundaries; its calls compile away.

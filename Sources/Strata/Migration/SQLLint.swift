@@ -28,11 +28,18 @@ public enum SQLLint {
                 message: "the file contains a NUL byte, which would silently end it for SQLite; remove it"))
         }
         let scan = statements(in: bytes)
+        var loneCRs = scan.loneCRs[...]
         for statement in scan.statements {
+            // Findings in text order: a lone CR before this statement's start is reported before it.
+            while let cr = loneCRs.first, cr.offset < statement.offset {
+                findings.append(loneCRFinding(cr))
+                loneCRs = loneCRs.dropFirst()
+            }
             if let message = message(for: statement, insideTransaction: insideTransaction) {
                 findings.append(Finding(line: statement.line, column: statement.column, message: message))
             }
         }
+        findings += loneCRs.map(loneCRFinding)
         if let open = scan.unterminated {
             findings.append(Finding(line: open.line, column: open.column,
                 message: "the file ends inside a \(open.what) that starts here; nothing after it could run"))
@@ -40,12 +47,15 @@ public enum SQLLint {
         return findings
     }
 
+    private static func loneCRFinding(_ cr: (offset: Int, line: Int, column: Int)) -> Finding {
+        Finding(line: cr.line, column: cr.column,
+                message: "a lone CR inside a -- comment: SQLite ends the comment only at LF, so the text after it up to the next LF is comment and does not run; convert the file's line endings to LF or CRLF")
+    }
+
     private static func message(for statement: Statement, insideTransaction: Bool) -> String? {
         let words = statement.words
         guard let first = words.first else { return nil }
-        if statement.mentionsHistory,
-           ["INSERT", "REPLACE", "UPDATE", "DELETE", "DROP", "ALTER", "WITH"].contains(first)
-            || (first == "CREATE" && (words.prefix(4).contains("TRIGGER") || createsHistoryName(words))) {
+        if statement.writesHistory {
             return "this statement writes to \(HistoryStore.table), Strata's record of what was applied; migrations may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
         }
         if first == "PRAGMA", statement.hasAssignment, let name = pragmaName(words) {
@@ -57,6 +67,8 @@ public enum SQLLint {
                 return "PRAGMA query_only would stop Strata recording the step; Strata refuses it in migrations"
             case "CASE_SENSITIVE_LIKE":
                 return "PRAGMA case_sensitive_like changes LIKE for the rest of the run and cannot be read back to restore it; use GLOB or a COLLATE clause instead"
+            case "SOFT_HEAP_LIMIT", "HARD_HEAP_LIMIT":
+                return "PRAGMA \(name.lowercased()) sets a memory limit for the whole process, which outlives the step: later steps would fail with out of memory; Strata refuses it in migrations"
             case "JOURNAL_MODE" where !insideTransaction && (value == "OFF" || value == "MEMORY"):
                 return "PRAGMA journal_mode = \(value) would leave later steps without a rollback journal on disk, so a failure or a crash could half-apply them; use DELETE, TRUNCATE, PERSIST or WAL"
             default:
@@ -91,34 +103,28 @@ public enum SQLLint {
         words.count > 2 && words[2] == "." ? words.dropFirst(3).first : words.dropFirst().first
     }
 
-    /// `CREATE [TEMP|TEMPORARY] [VIRTUAL] TABLE|VIEW [IF NOT EXISTS] [schema.]strata_history`: another table of
-    /// that name would take the history's place (a temp one is searched first).
-    private static func createsHistoryName(_ words: [String]) -> Bool {
-        var rest = words.dropFirst().drop { ["TEMP", "TEMPORARY", "VIRTUAL"].contains($0) }
-        guard let kind = rest.first, kind == "TABLE" || kind == "VIEW" else { return false }
-        rest = rest.dropFirst()
-        if rest.starts(with: ["IF", "NOT", "EXISTS"]) { rest = rest.dropFirst(3) }
-        if rest.count > 2, rest[rest.startIndex + 1] == "." { rest = rest.dropFirst(2) }
-        return rest.first == HistoryStore.table.uppercased()
-    }
-
     /// One statement as the lint sees it.
     struct Statement {
+        /// Where its first token starts: the byte offset, and the line and column.
+        var offset: Int
         var line: Int
         var column: Int
         /// The first tokens, upper-cased: words and quoted identifiers unquoted, and punctuation.
         var words: [String] = []
-        /// Whether any word, quoted identifier or string in it names the history table.
-        var mentionsHistory = false
+        /// Whether it writes, alters, drops, indexes, puts a trigger on or creates again a table named as the
+        /// history (in its own text or in a trigger body it creates). Reading the history is fine.
+        var writesHistory = false
         var hasAssignment: Bool { words.prefix(5).contains("=") || words.prefix(5).contains("(") }
     }
 
-    /// The statements of a text, split exactly as execution splits them, and the literal or comment the text ends
-    /// inside, if any.
-    static func statements(in bytes: [UInt8]) -> (statements: [Statement], unterminated: (what: String, line: Int, column: Int)?) {
+    /// The statements of a text, split exactly as execution splits them; the literal or comment the text ends
+    /// inside, if any; and each `--` comment's first CR that hides text from SQLite (see `LintTokens.lineComment`).
+    static func statements(in bytes: [UInt8]) -> (statements: [Statement], unterminated: (what: String, line: Int, column: Int)?,
+                                                   loneCRs: [(offset: Int, line: Int, column: Int)]) {
         var scanner = SQLScanner()
         var result: [Statement] = []
         var unterminated: (what: String, line: Int, column: Int)?
+        var loneCRs: [(offset: Int, line: Int, column: Int)] = []
         bytes.withUnsafeBufferPointer { text in
             let start = text.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
             var tokens = LintTokens(text: text)
@@ -127,8 +133,8 @@ public enum SQLLint {
             func add(_ range: Range<Int>) {
                 position.advance(over: text, from: positionOffset, to: range.lowerBound)
                 positionOffset = range.lowerBound
-                result.append(Statement(line: position.line, column: position.column, words: tokens.words,
-                                        mentionsHistory: tokens.mentionsHistory))
+                result.append(Statement(offset: range.lowerBound, line: position.line, column: position.column,
+                                        words: tokens.words, writesHistory: tokens.writesHistory))
                 tokens.reset()
             }
             var index = start
@@ -142,8 +148,15 @@ public enum SQLLint {
             } else if let range = scanner.finish(at: text.count, tokens: &tokens) {
                 add(range)
             }
+            var at = TextPosition()
+            var atOffset = 0
+            for offset in tokens.loneCRs {
+                at.advance(over: text, from: atOffset, to: offset)
+                atOffset = offset
+                loneCRs.append((offset, at.line, at.column))
+            }
         }
-        return (result, unterminated)
+        return (result, unterminated, loneCRs)
     }
 
     private static func position(in bytes: [UInt8], at offset: Int) -> TextPosition {
@@ -153,13 +166,25 @@ public enum SQLLint {
     }
 }
 
-/// Collects the first tokens of the statement being scanned, and whether it names the history table.
+/// Collects the first tokens of the statement being scanned, and whether it writes the history table: whether a
+/// name spelled as the history (quoted or bare, any ASCII case, optionally `schema.`-qualified) stands where SQLite
+/// reads the table a statement writes. Names elsewhere (after FROM, JOIN, in a subquery or a string) are reads.
 private struct LintTokens: SQLTokenSink {
     let text: UnsafeBufferPointer<UInt8>
     var words: [String] = []
-    var mentionsHistory = false
-    /// The last token, upper-cased.
-    private var previous = ""
+    /// Whether a write target named as the history has been seen (one pending at the statement's end counts).
+    var writesHistory: Bool { confirmed || pending }
+    private var confirmed = false
+    /// Offsets of CRs inside `--` comments that hide text from SQLite, over the whole text.
+    private(set) var loneCRs: [Int] = []
+    /// The last tokens of the statement, upper-cased; a quoted name is prefixed with `"` so it never reads as a
+    /// keyword.
+    private var tail: [String] = []
+    /// A history name in a target position, unless the next token is `.` (then it was a schema's name).
+    private var pending = false
+    /// How many `ON` keywords the statement has had: the first in CREATE TRIGGER / CREATE INDEX names its table.
+    private var onCount = 0
+    private static let history = HistoryStore.table.uppercased()
 
     init(text: UnsafeBufferPointer<UInt8>) {
         self.text = text
@@ -167,42 +192,103 @@ private struct LintTokens: SQLTokenSink {
 
     mutating func reset() {
         words.removeAll(keepingCapacity: true)
-        mentionsHistory = false
-        previous = ""
+        tail.removeAll(keepingCapacity: true)
+        confirmed = false
+        pending = false
+        onCount = 0
     }
 
     mutating func word(from start: Int, to end: Int) {
-        add(String(decoding: text[start..<end], as: UTF8.self))
+        add(String(decoding: text[start..<end], as: UTF8.self), quoted: false)
     }
 
     mutating func quoted(_ quote: UInt8, from start: Int, to end: Int) {
         // SQLite reads a quoted name without its quotes, a doubled quote as one. It even takes a 'string' where a
-        // name is expected (after INTO, UPDATE, FROM, TABLE, ON, or a schema's `.`); elsewhere a 'string' is a
-        // value, which names nothing.
-        let isName = quote != UInt8(ascii: "'")
-            || ["INTO", "UPDATE", "FROM", "TABLE", "ON", ".", "EXISTS", "TRIGGER", "VIEW"].contains(previous)
+        // name is expected, which is where `isTarget` looks; elsewhere a 'string' is a value, which names nothing.
         let closing = quote == UInt8(ascii: "[") ? UInt8(ascii: "]") : quote
-        guard end - start >= 2 else { return add("?", isName: false) }
+        guard end - start >= 2 else { return add("", quoted: true) }
         var inner: [UInt8] = []
         var index = start + 1
         while index < end - 1 {
             inner.append(text[index])
             index += text[index] == closing && closing != UInt8(ascii: "]") && index + 1 < end - 1 ? 2 : 1
         }
-        add(String(decoding: inner, as: UTF8.self), isName: isName)
+        add(String(decoding: inner, as: UTF8.self), quoted: true)
     }
 
     mutating func punctuation(_ byte: UInt8, at offset: Int) {
         // A `;` ends a statement (or, in a trigger body, one of its commands): never a leading word.
-        guard byte != UInt8(ascii: ";") else { return }
-        add(String(UnicodeScalar(byte)))
+        guard byte != UInt8(ascii: ";") else { return resolvePending(next: ";") }
+        add(String(UnicodeScalar(byte)), quoted: false)
     }
 
-    private mutating func add(_ token: String, isName: Bool = true) {
+    /// SQLite ends a `--` comment only at LF: after a lone CR, whatever text follows up to the LF is comment too.
+    /// The first CR followed by more than blanks is recorded (CRLF, or a CR ending the text, hides nothing).
+    mutating func lineComment(from start: Int, to end: Int) {
+        var index = start
+        while index < end {
+            if text[index] == 0x0D {
+                var next = index + 1
+                while next < end, [0x0D, 0x20, 0x09].contains(text[next]) { next += 1 }
+                if next < end { loneCRs.append(index) }
+                return
+            }
+            index += 1
+        }
+    }
+
+    private mutating func resolvePending(next: String) {
+        if pending, next != "." { confirmed = true }
+        pending = false
+    }
+
+    private mutating func add(_ token: String, quoted: Bool) {
         // SQLite folds ASCII letters only.
         let upper = String(decoding: token.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
         if words.count < 8 { words.append(upper) }
-        if isName && !mentionsHistory && upper == HistoryStore.table.uppercased() { mentionsHistory = true }
-        previous = upper
+        resolvePending(next: quoted ? "\"" : upper)
+        if !quoted && upper == "ON" { onCount += 1 }
+        if upper == Self.history && !confirmed && isTarget { pending = true }
+        tail.append(quoted ? "\"" + upper : upper)
+        if tail.count > 12 { tail.removeFirst(tail.count - 12) }
+    }
+
+    /// Whether the name being added stands where SQLite reads the table a statement (or a trigger body's command)
+    /// writes, alters, drops, indexes, puts a trigger on or creates.
+    private var isTarget: Bool {
+        var t = tail[...]
+        if t.last == ".", t.count >= 2 { t = t.dropLast(2) }
+        guard let last = t.last else { return false }
+        let before = t.dropLast()
+        switch last {
+        case "INTO", "UPDATE":
+            return true // INSERT [OR …] INTO, REPLACE INTO, UPDATE
+        case "FROM":
+            return before.last == "DELETE"
+        case "TO":
+            return before.last == "RENAME" // ALTER TABLE … RENAME TO (RENAME [COLUMN] x TO names a column)
+        case "ON":
+            // CREATE [UNIQUE] INDEX … ON table, CREATE TRIGGER … ON table: the statement's first ON (later ones are
+            // join conditions in a trigger body).
+            return onCount == 1 && words.first == "CREATE" && (words.contains("INDEX") || words.contains("TRIGGER"))
+        default:
+            break
+        }
+        // UPDATE OR ROLLBACK|ABORT|REPLACE|FAIL|IGNORE table
+        if before.last == "OR", before.dropLast().last == "UPDATE" { return true }
+        // DROP TABLE [IF EXISTS], ALTER TABLE, CREATE [TEMP|TEMPORARY] [VIRTUAL] TABLE|VIEW [IF NOT EXISTS]
+        var rest = t
+        if rest.last == "EXISTS" {
+            rest = rest.dropLast()
+            if rest.last == "NOT" { rest = rest.dropLast() }
+            guard rest.last == "IF" else { return false }
+            rest = rest.dropLast()
+        }
+        guard let kind = rest.last, kind == "TABLE" || kind == "VIEW" else { return false }
+        rest = rest.dropLast()
+        if kind == "TABLE", rest.last == "DROP" || rest.last == "ALTER" { return true }
+        if kind == "TABLE", rest.last == "VIRTUAL" { rest = rest.dropLast() }
+        if rest.last == "TEMP" || rest.last == "TEMPORARY" { rest = rest.dropLast() }
+        return rest.last == "CREATE"
     }
 }
