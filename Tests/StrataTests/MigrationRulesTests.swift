@@ -229,25 +229,37 @@ final class MigrationRulesTests: XCTestCase {
         XCTAssertTrue(object.contains(#""aftermath":{"state":"rolled-back"}"#), object)
     }
 
-    func testABusyDatabasePartWayThroughANoneFileRecordsTheStepFailed() throws {
+    /// Runs the none-file project whose file calls `grab_lock()`: that hands the write lock to another connection,
+    /// so the next statement meets SQLITE_BUSY. The busy handler gives up at once `refusals` times, then lets the
+    /// other connection go, so what happens next is decided by a count, not by a clock.
+    private func migrateWithLockTakenMidFile(refusals: Int) throws -> (Project, Migrator, MigrationReport, Int) {
         let project = try noneProject("INSERT INTO a VALUES (1);\nSELECT grab_lock();\nINSERT INTO a VALUES (2);\n")
         let migrator = try project.migrator()
         let other = try project.database()
-        // The file itself hands the write lock to another connection, so its next statement meets SQLITE_BUSY; the
-        // busy handler gives up at once and lets the other connection go, so the failure can be recorded.
         try migrator.database.createFunction("grab_lock", argumentCount: 0, deterministic: false) { _ in
             try other.execute("BEGIN IMMEDIATE")
             return 1
         }
-        final class Holder { let database: Database; init(_ database: Database) { self.database = database } }
-        let holder = Holder(other)
+        final class Holder {
+            let database: Database
+            let refusals: Int
+            var calls = 0
+            init(_ database: Database, refusals: Int) { self.database = database; self.refusals = refusals }
+        }
+        let holder = Holder(other, refusals: refusals)
         sqlite3_busy_handler(migrator.database.handle, { context, _ in
             guard let context else { return 0 }
             let holder = Unmanaged<Holder>.fromOpaque(context).takeUnretainedValue()
-            if holder.database.isInTransaction { try? holder.database.execute("ROLLBACK") }
-            return 0
+            holder.calls += 1
+            if holder.calls >= holder.refusals, holder.database.isInTransaction { try? holder.database.execute("ROLLBACK") }
+            return holder.calls > holder.refusals ? 1 : 0
         }, Unmanaged.passUnretained(holder).toOpaque())
         let report = try withExtendedLifetime(holder) { try migrator.migrate() }
+        return (project, migrator, report, holder.calls)
+    }
+
+    func testABusyDatabasePartWayThroughANoneFileRecordsTheStepFailed() throws {
+        let (_, migrator, report, _) = try migrateWithLockTakenMidFile(refusals: 1)
         let failure = try XCTUnwrap(report.failure)
         XCTAssertEqual([failure.id, failure.line.map(String.init)], ["2_none.sql", "3"])
         XCTAssertTrue(failure.message.contains("database is locked"), failure.message)
@@ -438,26 +450,9 @@ final class MigrationRulesTests: XCTestCase {
     }
 
     func testTheOutcomeOfANoneFileIsRecordedEvenWhenTheDatabaseStaysBusyPastTheTimeout() throws {
-        let project = try noneProject("INSERT INTO a VALUES (1);\nSELECT grab_lock();\nINSERT INTO a VALUES (2);\n")
-        let migrator = try project.migrator()
-        let other = try project.database()
-        try migrator.database.createFunction("grab_lock", argumentCount: 0, deterministic: false) { _ in
-            try other.execute("BEGIN IMMEDIATE")
-            return 1
-        }
-        // Gives up at once twice (the statement, then the first try to record the failure), then lets go.
-        final class Holder { let database: Database; var calls = 0; init(_ database: Database) { self.database = database } }
-        let holder = Holder(other)
-        sqlite3_busy_handler(migrator.database.handle, { context, _ in
-            guard let context else { return 0 }
-            let holder = Unmanaged<Holder>.fromOpaque(context).takeUnretainedValue()
-            holder.calls += 1
-            guard holder.calls >= 3 else { return 0 }
-            if holder.database.isInTransaction { try? holder.database.execute("ROLLBACK") }
-            return 1
-        }, Unmanaged.passUnretained(holder).toOpaque())
-        let report = try withExtendedLifetime(holder) { try migrator.migrate() }
-        XCTAssertGreaterThanOrEqual(holder.calls, 3)
+        // Refused twice: the statement, then the first try to record the failure.
+        let (project, _, report, calls) = try migrateWithLockTakenMidFile(refusals: 2)
+        XCTAssertEqual(calls, 2, "the first try to record was refused, so the record written is a retry")
         XCTAssertTrue(report.failure?.message.contains("database is locked") ?? false, String(describing: report.failure))
         XCTAssertEqual(try project.database().scalar("SELECT state FROM strata_history WHERE identity = '2_none.sql'", as: String.self), "failed")
     }
