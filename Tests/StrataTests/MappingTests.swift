@@ -436,4 +436,41 @@ final class MappingTests: XCTestCase {
         try store.forEach(Int.self, sql: "SELECT x FROM n") { seen += $0 }
         XCTAssertEqual(seen, 6)
     }
+
+    func testValuesThatWouldChangeOnTheWayInOrOutAreErrors() throws {
+        let db = try Database()
+        let store = ModelStore(database: db)
+        enum Flags: UInt64, Codable { case small = 1, huge = 18446744073709551615 }
+        struct F: Codable { var id: Int; var f: Flags }
+        try db.execute("CREATE TABLE f (id INTEGER PRIMARY KEY, f)")
+        try store.insert(F(id: 1, f: .small))
+        let huge = assertThrows(MappingError.self) { try store.insert(F(id: 2, f: .huge)) }
+        XCTAssertTrue(huge?.description.contains("does not fit SQLite's 64-bit signed integer") ?? false, String(describing: huge))
+        XCTAssertThrowsError(try store.insert(contentsOf: [F(id: 3, f: .huge)]))
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM f", as: Int.self), 1, "nothing stored as an approximate REAL")
+
+        struct D: Codable { var id: Int; var d: Double }
+        try db.executeScript("CREATE TABLE d (id INTEGER PRIMARY KEY, d); INSERT INTO d VALUES (1, 9007199254740992), (2, 9007199254740993);")
+        XCTAssertEqual(try store.find(D.self, key: 1)?.d, 9007199254740992)
+        XCTAssertThrowsError(try store.find(D.self, key: 2), "2^53 + 1 would read as 2^53")
+        XCTAssertNil(Double.fromDatabaseValue(.integer(9007199254740993)))
+
+        struct P: Codable { var id: Int; var amount: Decimal }
+        try db.executeScript("CREATE TABLE p (id INTEGER PRIMARY KEY, amount TEXT NOT NULL); CREATE TABLE money (id INTEGER PRIMARY KEY, amount DECIMAL(20,4) NOT NULL);")
+        for (text, expected) in [("1234567.8901234567", Decimal(string: "1234567.8901234567")), ("-0.5", Decimal(string: "-0.5")),
+                                 ("12abc", nil), ("1,5", nil), (" 7", nil), (String(repeating: "9", count: 44), nil)] {
+            try db.execute("DELETE FROM p")
+            try db.execute("INSERT INTO p VALUES (1, ?)", [text])
+            if let expected {
+                XCTAssertEqual(try store.find(P.self, key: 1)?.amount, expected, text)
+            } else {
+                XCTAssertThrowsError(try store.find(P.self, key: 1), "'\(text)' is not exactly a decimal")
+            }
+        }
+        XCTAssertEqual(try store.check(P.self).count, 0)
+        let mismatches = try ModelStore(database: db, manifest: try Manifest.load(xml: """
+            <manifest version="1"><models><model type="P" table="money"/></models></manifest>
+            """, path: "m.xml", directory: NSTemporaryDirectory())).check(P.self)
+        XCTAssertEqual(mismatches.count, 1, "a DECIMAL(p,s) column has NUMERIC affinity, which rounds decimal text")
+    }
 }

@@ -109,7 +109,8 @@ extension Double: DatabaseValueConvertible {
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Double? {
         switch value {
         case .real(let d): d
-        case .integer(let i): Double(i)
+        // An integer beyond 2^53 that a Double cannot hold exactly does not convert (rather than rounding).
+        case .integer(let i): Double(exactly: i)
         default: nil
         }
     }
@@ -201,12 +202,39 @@ extension Decimal: DatabaseValueConvertible {
     public var databaseValue: DatabaseValue { .text(description) }
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Decimal? {
         switch value {
-        case .text(let s): Decimal(string: s, locale: Locale(identifier: "en_US_POSIX"))
+        case .text(let s): exactDecimal(s)
         case .integer(let i): Decimal(i)
         case .real(let d): Decimal(d)
         default: nil
         }
     }
+}
+
+/// The decimal a text holds, only when the whole text is one and it reads back the same: `Decimal(string:)` takes
+/// a prefix (`"12abc"` → 12) and keeps 38 digits, which would change the value silently.
+private func exactDecimal(_ text: String) -> Decimal? {
+    let scalars = text.unicodeScalars
+    var index = scalars.startIndex
+    if index < scalars.endIndex, scalars[index] == "-" || scalars[index] == "+" { index = scalars.index(after: index) }
+    var digits = 0, dots = 0
+    while index < scalars.endIndex {
+        let c = scalars[index]
+        if c == "." { dots += 1 } else if c.properties.numericType == .decimal && c.isASCII { digits += 1 } else { break }
+        index = scalars.index(after: index)
+    }
+    if index < scalars.endIndex, scalars[index] == "e" || scalars[index] == "E" {
+        index = scalars.index(after: index)
+        if index < scalars.endIndex, scalars[index] == "-" || scalars[index] == "+" { index = scalars.index(after: index) }
+        var exponentDigits = 0
+        while index < scalars.endIndex, scalars[index].isASCII, scalars[index].properties.numericType == .decimal {
+            exponentDigits += 1
+            index = scalars.index(after: index)
+        }
+        guard exponentDigits > 0 else { return nil }
+    }
+    guard index == scalars.endIndex, digits > 0, dots <= 1, digits <= 38,
+          let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { return nil }
+    return value
 }
 
 /// The value to bind for `value`, or a message when it has none without changing it: an integer above

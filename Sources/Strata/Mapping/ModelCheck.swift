@@ -88,7 +88,8 @@ extension ModelStore {
         case is Date.Type:
             return [.text, .integer, .real, .numeric]
         case is Decimal.Type:
-            return [.text, .numeric]
+            // Not NUMERIC: its affinity turns decimal text into an approximate REAL (DECIMAL(20,4) is NUMERIC).
+            return [.text]
         default:
             if let raw = type as? any RawRepresentable.Type { return affinities(for: rawType(raw)) }
             return [.text] // nested Codable values are JSON text

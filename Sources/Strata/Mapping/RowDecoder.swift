@@ -345,7 +345,12 @@ struct Field {
     func double(_ key: @autoclosure () -> String) throws -> Double {
         switch storage {
         case .real: return value.double
-        case .integer: return Double(value.int64)
+        case .integer:
+            // Beyond 2^53 a Double cannot hold every integer: an error, not a rounded value.
+            guard let exact = Double(exactly: value.int64) else {
+                throw failure(key) { "is an integer a Double cannot hold exactly" }
+            }
+            return exact
         case .null: throw nullFailure(key)
         default: throw failure(key) { "is not a number" }
         }

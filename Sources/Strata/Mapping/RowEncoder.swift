@@ -42,7 +42,7 @@ final class RowEncoding {
     /// (raw-value enums), or JSON text for anything structured.
     func databaseValue<T: Encodable>(_ value: T, key: String) throws -> DatabaseValue {
         if let convertible = value as? any DatabaseValueConvertible { return convertible.databaseValue }
-        let single = SingleValueCapture(encoding: self)
+        let single = SingleValueCapture(encoding: self, key: key)
         do {
             try value.encode(to: single)
             if let captured = single.value { return captured }
@@ -151,12 +151,15 @@ extension NullWritingContainer {
 /// keyed or unkeyed container means the value is structured and goes to JSON.
 final class SingleValueCapture: Encoder, SingleValueEncodingContainer {
     let encoding: RowEncoding
+    /// The property being captured, for errors.
+    let key: String
     var value: DatabaseValue?
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(encoding: RowEncoding) {
+    init(encoding: RowEncoding, key: String) {
         self.encoding = encoding
+        self.key = key
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
@@ -175,11 +178,12 @@ final class SingleValueCapture: Encoder, SingleValueEncodingContainer {
     func encode(_ value: Int16) throws { self.value = .integer(Int64(value)) }
     func encode(_ value: Int32) throws { self.value = .integer(Int64(value)) }
     func encode(_ value: Int64) throws { self.value = .integer(value) }
-    func encode(_ value: UInt) throws { self.value = Int64(exactly: value).map(DatabaseValue.integer) ?? .real(Double(value)) }
+    // An enum's or wrapper's unsigned raw value beyond Int64.max is refused, never stored as an approximate REAL.
+    func encode(_ value: UInt) throws { self.value = .integer(try sqliteInteger(UInt64(value), typeName: encoding.typeName, property: key)) }
     func encode(_ value: UInt8) throws { self.value = .integer(Int64(value)) }
     func encode(_ value: UInt16) throws { self.value = .integer(Int64(value)) }
     func encode(_ value: UInt32) throws { self.value = .integer(Int64(value)) }
-    func encode(_ value: UInt64) throws { self.value = Int64(exactly: value).map(DatabaseValue.integer) ?? .real(Double(value)) }
+    func encode(_ value: UInt64) throws { self.value = .integer(try sqliteInteger(value, typeName: encoding.typeName, property: key)) }
     func encode<T: Encodable>(_ value: T) throws { self.value = try encoding.databaseValue(value, key: "") }
 }
 
