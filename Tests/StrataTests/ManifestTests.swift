@@ -556,6 +556,16 @@ final class ManifestTests: XCTestCase {
         let error = assertThrows(ManifestError.self) { try Manifest.load(path: "/nonexistent/manifest.xml") }
         XCTAssertTrue(error?.description.hasPrefix("/nonexistent/manifest.xml:1: cannot read") ?? false)
     }
+
+    func testOneFileReachedThroughASymlinkedDirectoryIsStillListedTwice() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><migrations directory="sql"><migration file="../sqllink/001.sql" id="x"/></migrations></manifest>
+            """, files: ["sql/001.sql": "CREATE TABLE IF NOT EXISTS a (x); INSERT INTO a VALUES (1);"])
+        try FileManager.default.createSymbolicLink(atPath: project.root.appendingPathComponent("sqllink").path,
+                                                   withDestinationPath: "sql")
+        let error = assertThrows(ManifestError.self) { try project.manifest() }
+        XCTAssertTrue(error?.description.contains("is listed twice") ?? false, String(describing: error))
+    }
 }
 
 /// The package root, found from this source file's location.

@@ -317,15 +317,20 @@ struct ManifestLoader {
     private mutating func finish(path: String) throws -> Manifest {
         var byID: [String: MigrationStep] = [:]
         var byPath: [String: MigrationStep] = [:]
+        // A file is known by device and inode, so a symlinked directory or an include cannot list it twice unnoticed.
+        func identity(_ path: String) -> String {
+            var info = stat()
+            return stat(path, &info) == 0 ? "\(info.st_dev):\(info.st_ino)" : path
+        }
         for migration in migrations.sorted(by: { $0.location.line < $1.location.line }) {
-            if let first = byPath[migration.path], first.id != migration.id {
+            if let first = byPath[identity(migration.path)], first.id != migration.id {
                 problems.append(ManifestProblem(migration.location,
                     "migration file \(migration.path) is listed twice, as '\(first.id)' (\(first.location)) and as '\(migration.id)'; a file is one migration"))
                 continue
             }
-            byPath[migration.path] = migration
+            byPath[identity(migration.path)] = migration
             if let first = byID[migration.id] {
-                if first.path == migration.path { continue }
+                if identity(first.path) == identity(migration.path) { continue }
                 let named = [first, migration].contains { $0.id != ($0.path as NSString).lastPathComponent }
                     ? "migration id '\(migration.id)' is used twice (\(first.path) and \(migration.path)); ids must be unique"
                     : "migration file name '\(migration.id)' is used twice (\(first.path) and \(migration.path)); a migration's file name is its identity (give one an id=\"…\")"
