@@ -495,4 +495,20 @@ final class SeedingTests: XCTestCase {
         let result = try project.strata(["status"])
         XCTAssertTrue(result.stdout.contains("2 rows"), result.stdout)
     }
+
+    func testIgnoreModeCountsTheRowsItInsertedNotTheRowsItSkipped() throws {
+        let rows = (1...100).map { "\($0),name \($0)" }.joined(separator: "\n")
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/>
+              <seeds><seed file="csv/t.csv" table="t" mode="ignore" key="id" onChange="reapply"/></seeds></manifest>
+            """, files: ["sql/1_t.sql": "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT);",
+                         "csv/t.csv": "id,name\n1,a\n2,b\n"])
+        XCTAssertEqual(try project.migrator().migrate().applied.last?.rowCount, 2)
+        // 100 rows, two of them already there: a full batch of 64 and a partial one, both counted by what went in.
+        try project.file("csv/t.csv", "id,name\n" + rows + "\n")
+        let report = try project.migrator().migrate()
+        XCTAssertEqual(report.applied.last?.rowCount, 98)
+        XCTAssertEqual(try project.database().scalar("SELECT row_count FROM strata_history WHERE kind = 'seed'", as: Int.self), 98)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM t", as: Int.self), 100)
+    }
 }

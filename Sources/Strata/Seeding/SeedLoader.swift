@@ -144,6 +144,11 @@ struct SeedLoader {
 
         var binder = FieldBinder(plans: plans, names: header, nullToken: step.nullToken, file: file)
 
+        // In `ignore` mode a row whose key exists is skipped: what was loaded is what SQLite inserted, counted from
+        // each statement's changes (which leave out what triggers do).
+        let countsSkips = step.mode == .ignore
+        var skipped = 0
+
         /// Inserts `count` rows one at a time from a file offset, so a failure names its exact line.
         func replay(from offset: Int, line: Int, count: Int) throws {
             let again = try CSVReader(path: step.path, displayName: file, delimiter: step.delimiter, offset: offset, line: line)
@@ -157,6 +162,7 @@ struct SeedLoader {
                     try stopIfTransactionLost(error, line: again.recordLine)
                     throw rejected(again, keyIndexes, header, error)
                 }
+                if countsSkips { skipped += 1 - database.changes }
                 binder.ran()
                 done += 1
             }
@@ -188,6 +194,7 @@ struct SeedLoader {
                         try replay(from: batchOffset, line: batchLine, count: batchSize)
                         throw failure(batchLine, "rows rejected: \(error.message)")
                     }
+                    if countsSkips { skipped += batchSize - database.changes }
                     binder.ran()
                     inBatch = 0
                 }
@@ -196,6 +203,7 @@ struct SeedLoader {
                 if let keyInsert { try binder.bindFields(keyIndexes, of: reader, to: keyInsert) }
                 do {
                     try single.run()
+                    if countsSkips { skipped += 1 - database.changes }
                     try keyInsert?.run()
                 } catch let error as DatabaseError {
                     try stopIfTransactionLost(error, line: reader.recordLine)
@@ -223,7 +231,7 @@ struct SeedLoader {
             }
         }
         progress?(rows, reader.totalBytes, reader.totalBytes)
-        return (rows, try reader.checksum())
+        return (rows - skipped, try reader.checksum())
     }
 
     private func readRecord(_ reader: CSVReader) throws -> Bool {
