@@ -11,6 +11,35 @@ struct ScriptRules: Sendable {
     /// Tables (lower-case, in any schema) it may not write, alter, drop, index, put triggers on, or create again
     /// (in main or temp): Strata's history.
     var protectedTables: Set<String> = [HistoryStore.table]
+
+    /// Assignments to pragmas that would break what Strata promises about this step or later ones (name and value
+    /// lower-case). The one list both the authorizer (at run time) and `SQLLint` (ahead of time) apply.
+    func refusal(pragma name: String, value: String) -> String? {
+        switch name {
+        case "foreign_keys" where insideTransaction:
+            return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
+        case "journal_mode" where insideTransaction:
+            return "PRAGMA journal_mode cannot change inside a transaction; mark the file transaction=\"none\" in the manifest"
+        case "journal_mode" where value == "off" || value == "memory":
+            return "PRAGMA journal_mode = \(value.uppercased()) would leave later steps without a rollback journal on disk, so a failure or a crash could half-apply them; use DELETE, TRUNCATE, PERSIST or WAL"
+        case "writable_schema":
+            return "PRAGMA writable_schema lets SQL rewrite the schema behind SQLite's back; Strata refuses it in migrations"
+        case "query_only":
+            return "PRAGMA query_only would stop Strata recording the step; Strata refuses it in migrations"
+        case "soft_heap_limit", "hard_heap_limit":
+            return "PRAGMA \(name) sets a memory limit for the whole process, which outlives the step: later steps would fail with out of memory; Strata refuses it in migrations"
+        case "case_sensitive_like":
+            return "PRAGMA case_sensitive_like changes LIKE for the rest of the run and cannot be read back to restore it; use GLOB or a COLLATE clause instead"
+        default:
+            return nil
+        }
+    }
+
+
+    /// Why a statement touching the history table is refused.
+    static func historyRefusal(verb: String, table: String) -> String {
+        "this statement \(verb) \(table), Strata's record of what was applied; migrations and seeds may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
+    }
 }
 
 /// The rules of one `withAuthorizer` call.
@@ -49,29 +78,7 @@ private final class AuthorizerState {
         case SQLITE_ATTACH where rules.insideTransaction, SQLITE_DETACH where rules.insideTransaction:
             return "\(action == SQLITE_ATTACH ? "ATTACH" : "DETACH") cannot run inside a transaction; mark the file transaction=\"none\" in the manifest"
         case SQLITE_PRAGMA where second != nil:
-            return pragmaMessage(first?.lowercased() ?? "", value: second?.lowercased() ?? "")
-        default:
-            return nil
-        }
-    }
-
-    /// Assignments to pragmas that would break what Strata promises about this step or later ones.
-    private func pragmaMessage(_ name: String, value: String) -> String? {
-        switch name {
-        case "foreign_keys" where rules.insideTransaction:
-            return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
-        case "journal_mode" where rules.insideTransaction:
-            return "PRAGMA journal_mode cannot change inside a transaction; mark the file transaction=\"none\" in the manifest"
-        case "journal_mode" where value == "off" || value == "memory":
-            return "PRAGMA journal_mode = \(value.uppercased()) would leave later steps without a rollback journal on disk, so a failure or a crash could half-apply them; use DELETE, TRUNCATE, PERSIST or WAL"
-        case "writable_schema":
-            return "PRAGMA writable_schema lets SQL rewrite the schema behind SQLite's back; Strata refuses it in migrations"
-        case "query_only":
-            return "PRAGMA query_only would stop Strata recording the step; Strata refuses it in migrations"
-        case "soft_heap_limit", "hard_heap_limit":
-            return "PRAGMA \(name) sets a memory limit for the whole process, which outlives the step: later steps would fail with out of memory; Strata refuses it in migrations"
-        case "case_sensitive_like":
-            return "PRAGMA case_sensitive_like changes LIKE for the rest of the run and cannot be read back to restore it; use GLOB or a COLLATE clause instead"
+            return rules.refusal(pragma: first?.lowercased() ?? "", value: second?.lowercased() ?? "")
         default:
             return nil
         }
@@ -82,7 +89,7 @@ private final class AuthorizerState {
     private func protectedMessage(_ table: String?, in schema: String?, verb: String) -> String? {
         guard let table, rules.protectedTables.contains(table.lowercased()) else { return nil }
         if let schema, schema.lowercased() != "main", !isMainFile(schema) { return nil }
-        return "this statement \(verb) \(table), Strata's record of what was applied; migrations and seeds may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
+        return ScriptRules.historyRefusal(verb: verb, table: table)
     }
 }
 

@@ -56,39 +56,18 @@ public enum SQLLint {
         let words = statement.words
         guard let first = words.first else { return nil }
         if statement.writesHistory {
-            return "this statement writes to \(HistoryStore.table), Strata's record of what was applied; migrations may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
+            return ScriptRules.historyRefusal(verb: "writes to", table: HistoryStore.table)
         }
         if first == "PRAGMA", statement.hasAssignment, let name = pragmaName(words) {
             let value = statement.words.drop { $0 != "=" && $0 != "(" }.dropFirst().first ?? ""
-            switch name {
-            case "WRITABLE_SCHEMA":
-                return "PRAGMA writable_schema lets SQL rewrite the schema behind SQLite's back; Strata refuses it in migrations"
-            case "QUERY_ONLY":
-                return "PRAGMA query_only would stop Strata recording the step; Strata refuses it in migrations"
-            case "CASE_SENSITIVE_LIKE":
-                return "PRAGMA case_sensitive_like changes LIKE for the rest of the run and cannot be read back to restore it; use GLOB or a COLLATE clause instead"
-            case "SOFT_HEAP_LIMIT", "HARD_HEAP_LIMIT":
-                return "PRAGMA \(name.lowercased()) sets a memory limit for the whole process, which outlives the step: later steps would fail with out of memory; Strata refuses it in migrations"
-            case "JOURNAL_MODE" where !insideTransaction && (value == "OFF" || value == "MEMORY"):
-                return "PRAGMA journal_mode = \(value) would leave later steps without a rollback journal on disk, so a failure or a crash could half-apply them; use DELETE, TRUNCATE, PERSIST or WAL"
-            default:
-                break
-            }
+            return ScriptRules(insideTransaction: insideTransaction)
+                .refusal(pragma: name.lowercased(), value: value.lowercased())
         }
         guard insideTransaction else { return nil }
         let suffix = "; mark the file transaction=\"none\" in the manifest"
         switch first {
         case "VACUUM", "ATTACH", "DETACH":
             return "\(first) cannot run inside a transaction" + suffix
-        case "PRAGMA":
-            switch pragmaName(words) {
-            case "FOREIGN_KEYS" where statement.hasAssignment:
-                return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
-            case "JOURNAL_MODE" where statement.hasAssignment:
-                return "PRAGMA journal_mode cannot change inside a transaction" + suffix
-            default:
-                return nil
-            }
         case "BEGIN", "COMMIT", "END":
             return "\(first) would end the transaction Strata wraps around the file, breaking all-or-nothing" + suffix
         case "ROLLBACK" where !words.contains("TO"):
