@@ -323,7 +323,7 @@ public struct Migrator {
                     try database.transaction(.immediate) { db in
                         try history.create()
                         if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
-                            try check(record, checksum: fileChecksum(migration, version: record.checksumVersion), id: migration.id)
+                            try check(record, checksum: self.checksum(of: .migration(migration), version: record.checksumVersion), id: migration.id)
                             throw AppliedElsewhere()
                         }
                         // Read, run, hash and record the same bytes, read only now that the write lock is held.
@@ -368,7 +368,7 @@ public struct Migrator {
                         if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
                             if isBeingApplied(record) { return false }
                             try check(record, checksum: record.checksumVersion == Checksum.algorithmVersion ? checksum
-                                      : fileChecksum(migration, version: record.checksumVersion), id: migration.id)
+                                      : self.checksum(of: .migration(migration), version: record.checksumVersion), id: migration.id)
                             throw AppliedElsewhere()
                         }
                         do {
@@ -499,7 +499,7 @@ public struct Migrator {
                 try database.transaction(.immediate) { db in
                     try history.create()
                     if let record = try history.record(kind: .seed, identity: seed.id), record.state != .deleted {
-                        let checksum = try seedChecksum(seed, version: record.checksumVersion)
+                        let checksum = try self.checksum(of: .seed(seed), version: record.checksumVersion)
                         if !(seed.onChange == .reapply && record.isApplied && record.checksum != checksum) {
                             try check(record, checksum: checksum, id: seed.id)
                             throw AppliedElsewhere()
@@ -521,7 +521,7 @@ public struct Migrator {
                         throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
                                           message: error.message)
                     }
-                    let checksum = try loaded.checksum ?? seedChecksum(seed, version: Checksum.algorithmVersion)
+                    let checksum = try loaded.checksum ?? self.checksum(of: .seed(seed), version: Checksum.algorithmVersion)
                     let durationMs = milliseconds(since: started)
                     try history.write(HistoryRecord(
                         kind: .seed, identity: seed.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
@@ -535,21 +535,13 @@ public struct Migrator {
         }
     }
 
-    private func seedChecksum(_ seed: SeedStep, version: Int) throws -> String {
+    /// The step's file checksum under `version`, or the step's failure when the file cannot be read.
+    private func checksum(of step: PlanStep, version: Int) throws -> String {
         do {
-            return try Checksum.ofFile(atPath: seed.path, content: .csv, version: version)
+            return try Checksum.ofFile(atPath: step.filePath, content: step.checksumContent, version: version)
         } catch {
-            throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
-                              message: "cannot read the seed file: \(error)")
-        }
-    }
-
-    private func fileChecksum(_ migration: MigrationStep, version: Int) throws -> String {
-        do {
-            return try Checksum.ofFile(atPath: migration.path, content: .sql, version: version)
-        } catch {
-            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
-                              column: nil, message: "cannot read the migration file: \(error)")
+            throw StepFailure(kind: step.kind, id: step.id, file: displayPath(step.filePath), line: nil, column: nil,
+                              message: "cannot read the \(step.kind == .seed ? "seed" : "migration") file: \(error)")
         }
     }
 
