@@ -23,9 +23,21 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // Backend-neutral: manifest, plan, runner, history rules, CSV and value conversion, the mapper's coding,
+        // and the protocols a database backend implements.
+        .target(
+            name: "StrataCore",
+            dependencies: ["CLibXML2", "CCrypto"]
+        ),
+        // The SQLite backend: the only target that speaks SQLite's C API.
+        .target(
+            name: "StrataSQLite",
+            dependencies: ["StrataCore", "CSQLite"]
+        ),
+        // The umbrella: `import Strata` brings the core and every backend.
         .target(
             name: "Strata",
-            dependencies: ["CSQLite", "CLibXML2", "CCrypto"]
+            dependencies: ["StrataCore", "StrataSQLite"]
         ),
         .executableTarget(
             name: "strata",
@@ -37,7 +49,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "CSQLite"]
+            dependencies: ["Strata", "StrataCore", "StrataSQLite", "CSQLite"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,4 @@
-/// Strata's version, recorded in `strata_history` with every applied step.
-public enum Strata {
-    public static let version = "0.1.0"
-}
+// The umbrella module: `import Strata` gives the backend-neutral core (manifest, runner, seeds, mapper) and the
+// SQLite backend, so a program names one module whatever it uses.
+@_exported import StrataCore
+@_exported import StrataSQLite

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 final class CLITests: XCTestCase {
     func testVersionHelpAndUsageErrors() throws {

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 final class CSVReaderTests: XCTestCase {
     /// Reads every record of `text` (header included) as strings, with quoted/unquoted-empty distinguished as "∅".

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 /// `strata migrate` killed with SIGKILL at random moments: after every kill the database is intact, its history
 /// agrees with its schema and data, and the next run completes. Seeded, so a failing trial can be replayed.

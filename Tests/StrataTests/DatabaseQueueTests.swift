@@ -1,7 +1,9 @@
 import CSQLite
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 final class DatabaseQueueTests: XCTestCase {
     func testEightConcurrentTasksLoseNoRow() async throws {

@@ -1,7 +1,9 @@
 import CSQLite
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 final class DatabaseTests: XCTestCase {
     func testOpensFileCreatingItAndReopens() throws {
@@ -187,13 +189,13 @@ final class DatabaseTests: XCTestCase {
         for (sql, arguments) in cases {
             let error = assertThrows(DatabaseError.self) { try db.execute(sql, arguments) }
             XCTAssertEqual(error?.resultCode, SQLITE_MISMATCH)
-            XCTAssertTrue(error?.message.contains("does not fit SQLite's 64-bit signed integer") ?? false, "\(String(describing: error))")
+            XCTAssertTrue(error?.message.contains("does not fit a 64-bit signed integer") ?? false, "\(String(describing: error))")
         }
         try db.execute("INSERT INTO t VALUES (?)", [UInt64(Int64.max)])
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 1)
         try db.createFunction("huge", argumentCount: 0) { _ in UInt64.max }
         let error = assertThrows(DatabaseError.self) { try db.scalar("SELECT huge()", as: Double.self) }
-        XCTAssertTrue(error?.message.contains("does not fit SQLite's 64-bit signed integer") ?? false, "\(String(describing: error))")
+        XCTAssertTrue(error?.message.contains("does not fit a 64-bit signed integer") ?? false, "\(String(describing: error))")
 
         // A REAL beyond Float's range does not read as infinity.
         let row = try XCTUnwrap(db.query("SELECT 1e300, -1e300, 1.5").next())
@@ -472,7 +474,7 @@ final class DatabaseTests: XCTestCase {
         XCTAssertEqual(columns[0].primaryKeyPosition, 1)
         XCTAssertEqual(try db.schemaObjects().map(\.name), ["a b", "ab_score", "v"])
         XCTAssertEqual(quoteIdentifier("na\"me"), "\"na\"\"me\"")
-        XCTAssertEqual(Affinity(declaredType: "DECIMAL(10,2)"), .numeric)
+        XCTAssertEqual(Affinity(sqliteDeclaredType: "DECIMAL(10,2)"), .numeric)
     }
 }
 

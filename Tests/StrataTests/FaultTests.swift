@@ -1,7 +1,9 @@
 import CSQLite
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 /// Faults from outside: a full disk, a read-only database, a held lock, files vanishing, a manifest changing
 /// under a reviewed plan. Each must give a clear error and leave the database as it was before the failed step.

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 /// Table, column and property names with quotes, spaces, keywords and `;` are quoted everywhere Strata writes SQL;
 /// values are always bound.

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 enum Genre: String, Codable, CaseIterable { case fiction, poetry }
 enum Priority: Int, Codable { case low = 1, high = 2 }
@@ -79,7 +81,7 @@ final class MappingTests: XCTestCase {
         value.id = try store.insert(value)
         XCTAssertEqual(value.id, 1)
         XCTAssertEqual(try store.fetchAll(Everything.self), [value])
-        let raw = try XCTUnwrap(store.database.query("SELECT * FROM everything").next())
+        let raw = try XCTUnwrap(store.sqlite.query("SELECT * FROM everything").next())
         XCTAssertEqual(raw["genre"], .text("poetry"))
         XCTAssertEqual(raw["priority"], .integer(2))
         XCTAssertEqual(raw["dimensions"], .text(#"{"height":2,"tags":["a","b"],"width":1.5}"#))

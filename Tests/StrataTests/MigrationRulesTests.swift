@@ -1,7 +1,9 @@
 import CSQLite
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 /// What a migration may do, decided by SQLite, and what a step leaves behind: foreign keys, the history table,
 /// transaction statements, files that change while they wait, line endings that are data.
@@ -32,7 +34,7 @@ final class MigrationRulesTests: XCTestCase {
         XCTAssertEqual(try db.foreignKeyViolations().count, 0)
         let migrator = try project.migrator()
         _ = try migrator.migrate()
-        XCTAssertEqual(try migrator.database.scalar("PRAGMA foreign_keys", as: Int.self), 1,
+        XCTAssertEqual(try migrator.sqlite.scalar("PRAGMA foreign_keys", as: Int.self), 1,
                        "the connection's own setting is restored after the migration")
     }
 
@@ -203,7 +205,7 @@ final class MigrationRulesTests: XCTestCase {
         XCTAssertEqual(failure.id, "2_none.sql")
         XCTAssertTrue(failure.message.contains("transaction still open"), failure.message)
         XCTAssertTrue(failure.description.contains("strata resolve 2_none.sql"), failure.description)
-        XCTAssertFalse(migrator.database.isInTransaction, "the connection is back in autocommit mode")
+        XCTAssertFalse(migrator.sqlite.isInTransaction, "the connection is back in autocommit mode")
         let db = try project.database()
         XCTAssertEqual(try db.scalar("SELECT group_concat(x) FROM a", as: String.self), "1", "what ran before BEGIN stays")
         XCTAssertFalse(try db.tableExists("b"))
@@ -236,7 +238,7 @@ final class MigrationRulesTests: XCTestCase {
         let project = try noneProject("INSERT INTO a VALUES (1);\nSELECT grab_lock();\nINSERT INTO a VALUES (2);\n")
         let migrator = try project.migrator()
         let other = try project.database()
-        try migrator.database.createFunction("grab_lock", argumentCount: 0, deterministic: false) { _ in
+        try migrator.sqlite.createFunction("grab_lock", argumentCount: 0, deterministic: false) { _ in
             try other.execute("BEGIN IMMEDIATE")
             return 1
         }
@@ -247,7 +249,7 @@ final class MigrationRulesTests: XCTestCase {
             init(_ database: Database, refusals: Int) { self.database = database; self.refusals = refusals }
         }
         let holder = Holder(other, refusals: refusals)
-        sqlite3_busy_handler(migrator.database.handle, { context, _ in
+        sqlite3_busy_handler(migrator.sqlite.handle, { context, _ in
             guard let context else { return 0 }
             let holder = Unmanaged<Holder>.fromOpaque(context).takeUnretainedValue()
             holder.calls += 1
@@ -346,7 +348,7 @@ final class MigrationRulesTests: XCTestCase {
         XCTAssertThrowsError(try runGuarded("CREATE TEMP VIEW strata_history AS SELECT 1", on: db))
         // A temp table made on the connection some other way does not take the history's rows either.
         let migrator = try project.migrator()
-        try migrator.database.execute(shadow)
+        try migrator.sqlite.execute(shadow)
         try project.file("sql/1_a.sql", "CREATE TABLE ledger (amount);")
         XCTAssertNil(try migrator.migrate().failure)
         XCTAssertEqual(try migrator.migrate().applied, [], "recorded in main.strata_history, so nothing runs twice")
@@ -388,7 +390,7 @@ final class MigrationRulesTests: XCTestCase {
             ])
         let migrator = try project.migrator()
         XCTAssertNil(try migrator.migrate().failure)
-        let db = migrator.database
+        let db = migrator.sqlite
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM log", as: Int.self), 0, "the temp trigger did not outlive its file")
         XCTAssertEqual(try db.scalar("PRAGMA recursive_triggers", as: Int.self), 0)
         XCTAssertEqual(try db.scalar("PRAGMA ignore_check_constraints", as: Int.self), 0)
@@ -549,7 +551,7 @@ final class MigrationRulesTests: XCTestCase {
         let report = try migrator.migrate()
         XCTAssertNil(report.failure, String(describing: report.failure))
         XCTAssertEqual(report.applied.map(\.id), ["1_a.sql", "2_b.sql"])
-        XCTAssertFalse(try migrator.database.query("SELECT name FROM temp.sqlite_schema WHERE name = 'scratch'").all().count > 0)
+        XCTAssertFalse(try migrator.sqlite.query("SELECT name FROM temp.sqlite_schema WHERE name = 'scratch'").all().count > 0)
     }
 
     func testAnUncheckableSchemaDoesNotStopTheRunThatFixesIt() throws {

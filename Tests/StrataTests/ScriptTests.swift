@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 /// Running SQL text: the whole text runs or the call fails naming the place, in linear time, from regular files only.
 final class ScriptTests: XCTestCase {

@@ -1,7 +1,9 @@
 import Foundation
 import CSQLite
 import XCTest
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 
 final class SeedingTests: XCTestCase {
     /// A project whose single migration creates `schema` and whose manifest lists `seeds` (XML elements).

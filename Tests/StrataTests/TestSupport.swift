@@ -1,5 +1,7 @@
 import Foundation
-@testable import Strata
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
 import XCTest
 
 /// A fresh directory under the system temporary directory, removed when the test ends.
@@ -136,4 +138,14 @@ final class PipeWatcher: @unchecked Sendable {
         }
         return false
     }
+}
+
+extension Migrator {
+    /// The SQLite connection the migrator runs on: the suite's migrators are made on SQLite databases.
+    var sqlite: Database { database as! Database }
+}
+
+extension ModelStore {
+    /// The SQLite connection the store reads and writes through.
+    var sqlite: Database { database as! Database }
 }

@@ -1,0 +1,74 @@
+/// Where a Swift type lives in the database: its table, primary key and property-to-column names.
+///
+/// The manifest's `<model>` entry wins; otherwise the defaults are:
+/// - table: the first existing table named exactly like the type, then its snake_case name, then that plus `s`
+///   (`LoanItem` → `LoanItem`, `loan_item`, `loan_items`), matched case-insensitively;
+/// - column: a column named exactly like the property (case-insensitively), else the snake_case name
+///   (`publishedOn` → `published_on`);
+/// - primary key: the manifest's `primaryKey`, else the table's declared primary key.
+public struct ModelLayout: Sendable, Equatable {
+    public let typeName: String
+    public let table: String
+    public let primaryKey: [String]
+    /// The table's columns as declared; empty when the table does not exist.
+    public let columns: [ColumnInfo]
+    let mapping: ModelMapping?
+    /// The table declares a conflict clause on a constraint (`UNIQUE ON CONFLICT REPLACE`, …), so writes state
+    /// `OR ABORT`: an insert or update must never delete another row or be dropped in silence.
+    let declaresConflictClause: Bool
+
+    init(typeName: String, mapping: ModelMapping?, database: any DatabaseConnection) throws {
+        self.typeName = typeName
+        self.mapping = mapping
+        var table = mapping?.table
+        if table == nil {
+            let snake = snakeCase(typeName)
+            for candidate in [typeName, snake, snake + "s"] {
+                if let declared = try database.declaredTableName(candidate) {
+                    table = declared
+                    break
+                }
+            }
+            table = table ?? snake
+        }
+        let resolved = table ?? snakeCase(typeName)
+        self.table = resolved
+        columns = try database.columns(in: resolved)
+        declaresConflictClause = try database.declaresConflictClause(resolved)
+        if let key = mapping?.primaryKey, !key.isEmpty {
+            primaryKey = key
+        } else {
+            primaryKey = columns.filter { $0.primaryKeyPosition > 0 }
+                .sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
+        }
+    }
+
+    /// The column a property is stored in.
+    public func column(for property: String) -> String {
+        if let mapped = mapping?.columns[property] { return mapped }
+        if let exact = columns.named(property) { return exact.name }
+        let snake = snakeCase(property)
+        return columns.named(snake)?.name ?? snake
+    }
+
+    func isPrimaryKey(_ column: String) -> Bool {
+        primaryKey.contains { sqliteNamesEqual($0, column) }
+    }
+}
+
+/// `publishedOn` → `published_on`, `bookID` → `book_id`, `URLString` → `url_string`.
+public func snakeCase(_ name: String) -> String {
+    let characters = Array(name)
+    var result = ""
+    for (index, character) in characters.enumerated() {
+        if character.isUppercase && index > 0 {
+            let previous = characters[index - 1]
+            let nextIsLower = index + 1 < characters.count && characters[index + 1].isLowercase
+            if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) {
+                if previous != "_" { result.append("_") }
+            }
+        }
+        result += character.lowercased()
+    }
+    return result
+}

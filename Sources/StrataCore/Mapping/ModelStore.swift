@@ -1,0 +1,414 @@
+import Foundation
+
+/// Reads and writes Swift values as table rows, with no per-model code.
+///
+/// ```swift
+/// struct Book: Codable { var isbn: String; var title: String; var publishedOn: Date?; var inPrint: Bool }
+/// let store = ModelStore(database: db, manifest: manifest)       // manifest optional
+/// var books = try store.fetchAll(Book.self, where: "author_id = ?", [1])
+/// books[0].title = "A Wizard of Earthsea (50th anniversary)"
+/// try store.save(books[0])
+/// ```
+/// Any `Decodable` struct or final class reads rows; `Encodable` values write through a fast encoder, and other
+/// values through `Mirror`. Names follow `ModelLayout`'s rules unless the manifest's `<model>` says otherwise.
+public final class ModelStore {
+    /// The connection it reads and writes through (any backend's).
+    public let database: any DatabaseConnection
+    private let mappings: [String: ModelMapping]
+    private var layouts: [String: ModelLayout] = [:]
+
+    public init(database: any DatabaseConnection, manifest: Manifest? = nil) {
+        self.database = database
+        var mappings: [String: ModelMapping] = [:]
+        for model in manifest?.models ?? [] { mappings[model.typeName] = model }
+        self.mappings = mappings
+    }
+
+    public init(database: any DatabaseConnection, mappings: [ModelMapping]) {
+        self.database = database
+        var byType: [String: ModelMapping] = [:]
+        for model in mappings { byType[model.typeName] = model }
+        self.mappings = byType
+    }
+
+    /// Where a type lives: table, primary key, columns. Cached per type.
+    public func layout<T>(of type: T.Type) throws -> ModelLayout {
+        let name = Self.typeName(T.self)
+        if let cached = layouts[name] { return cached }
+        let layout = try ModelLayout(typeName: name, mapping: mappings[name], database: database)
+        layouts[name] = layout
+        return layout
+    }
+
+    /// Forgets cached layouts, after a migration changed tables.
+    public func invalidateLayouts() {
+        layouts.removeAll()
+    }
+
+    static func typeName<T>(_ type: T.Type) -> String {
+        String(describing: type)
+    }
+
+    // MARK: Reading
+
+    // The reading entry points are inlinable so that a caller's module specializes them for its model type:
+    // appending decoded values to an array of a concrete type costs a fraction of the generic path's
+    // value-witness calls.
+
+    /// Every row of the type's table.
+    @inlinable
+    public func fetchAll<T: Decodable>(_ type: T.Type) throws -> [T] {
+        try fetchAll(T.self, sql: try selectAll(T.self))
+    }
+
+    /// Rows matching an SQL condition, with positional or named arguments.
+    @inlinable
+    public func fetchAll<T: Decodable>(_ type: T.Type, where condition: String,
+                                       _ arguments: StatementArguments = .none) throws -> [T] {
+        try fetchAll(T.self, sql: try selectAll(T.self) + " WHERE \(condition)", arguments)
+    }
+
+    /// The first row matching an SQL condition, or nil.
+    @inlinable
+    public func fetchFirst<T: Decodable>(_ type: T.Type, where condition: String,
+                                         _ arguments: StatementArguments = .none) throws -> T? {
+        try fetchAll(T.self, sql: try selectAll(T.self) + " WHERE \(condition) LIMIT 1", arguments).first
+    }
+
+    /// Rows of any query (joins, projections) decoded into `T`; result columns match properties by the same rules.
+    @inlinable
+    public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none) throws -> [T] {
+        var result: [T] = []
+        try decodeRows(T.self, sql: sql, arguments) { decoder, context in
+            while try context.nextRow() {
+                result.append(try T(from: decoder))
+            }
+        }
+        return result
+    }
+
+    /// Decodes rows one at a time without collecting them.
+    @inlinable
+    public func forEach<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none,
+                                      _ body: (T) throws -> Void) throws {
+        try decodeRows(T.self, sql: sql, arguments) { decoder, context in
+            while try context.nextRow() {
+                try body(try T(from: decoder))
+            }
+        }
+    }
+
+    /// `SELECT * FROM` the type's table.
+    @usableFromInline
+    func selectAll<T>(_ type: T.Type) throws -> String {
+        "SELECT * FROM \(quoteIdentifier(try layout(of: T.self).table))"
+    }
+
+    @usableFromInline
+    func decodeRows<T>(_ type: T.Type, sql: String, _ arguments: StatementArguments,
+                       _ body: (any Decoder, DecodingContext) throws -> Void) throws {
+        let statement = try database.compileForReading(sql)
+        do { try statement.bind(arguments) } catch {
+            statement.reset()
+            throw error
+        }
+        let context = DecodingContext(statement: statement, typeName: Self.typeName(T.self), layout: try? layout(of: T.self))
+        defer {
+            context.finish()
+            statement.reset()
+        }
+        // Boxed once here rather than once per row by each `T(from:)` call.
+        let decoder: any Decoder = RowDecoder(context: context)
+        try body(decoder, context)
+    }
+
+    /// The row with this primary key (single-column keys).
+    public func find<T: Decodable>(_ type: T.Type, key: any DatabaseValueConvertible) throws -> T? {
+        let layout = try layout(of: T.self)
+        guard layout.primaryKey.count == 1 else {
+            throw MappingError(typeName: layout.typeName, message: layout.primaryKey.isEmpty
+                ? "has no primary key (declare one in the table or the manifest's primaryKey)"
+                : "has a composite primary key (\(layout.primaryKey.joined(separator: ", "))); pass find(_:key:) a dictionary")
+        }
+        return try find(T.self, key: [layout.primaryKey[0]: key])
+    }
+
+    /// The row with this composite primary key, given by column or property name.
+    public func find<T: Decodable>(_ type: T.Type, key: [String: any DatabaseValueConvertible]) throws -> T? {
+        let layout = try layout(of: T.self)
+        let (condition, arguments) = try keyCondition(layout, key)
+        return try fetchAll(T.self, sql: "SELECT * FROM \(quoteIdentifier(layout.table)) WHERE \(condition) LIMIT 1",
+                            arguments).first
+    }
+
+    public func count<T>(_ type: T.Type) throws -> Int {
+        let layout = try layout(of: T.self)
+        return try database.firstValue("SELECT count(*) FROM \(quoteIdentifier(layout.table))", as: Int.self) ?? 0
+    }
+
+    public func count<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments = .none) throws -> Int {
+        let layout = try layout(of: T.self)
+        return try database.firstValue("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(condition)",
+                                   arguments, as: Int.self) ?? 0
+    }
+
+    // MARK: Writing
+
+    /// Inserts a value; returns the new row's rowid (the key, for an integer primary key left nil).
+    @discardableResult
+    public func insert<T: Encodable>(_ value: T) throws -> Int64 {
+        try insert(row: try encode(value), layout: try layout(of: T.self))
+    }
+
+    /// Inserts a value that is not `Encodable`, reading its properties with `Mirror`.
+    @discardableResult
+    public func insert<T>(_ value: T) throws -> Int64 {
+        try insert(row: try MirrorEncoding.encode(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+    }
+
+    /// Updates the row with the value's primary key; throws when there is no such row.
+    public func update<T: Encodable>(_ value: T) throws {
+        try update(row: try encode(value), layout: try layout(of: T.self))
+    }
+
+    public func update<T>(_ value: T) throws {
+        try update(row: try MirrorEncoding.encode(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+    }
+
+    /// Inserts the value, or updates the row with its primary key when there is one.
+    public func save<T: Encodable>(_ value: T) throws {
+        try save(row: try encode(value), layout: try layout(of: T.self))
+    }
+
+    public func save<T>(_ value: T) throws {
+        try save(row: try MirrorEncoding.encode(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+    }
+
+    /// Deletes the row with the value's primary key; returns whether a row was deleted.
+    @discardableResult
+    public func delete<T: Encodable>(_ value: T) throws -> Bool {
+        try delete(row: try encode(value), layout: try layout(of: T.self))
+    }
+
+    @discardableResult
+    public func delete<T>(_ value: T) throws -> Bool {
+        try delete(row: try MirrorEncoding.encode(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+    }
+
+    /// Deletes the row with this primary key (a value, or a dictionary for composite keys).
+    @discardableResult
+    public func delete<T>(_ type: T.Type, key: any DatabaseValueConvertible) throws -> Bool {
+        let layout = try layout(of: T.self)
+        guard layout.primaryKey.count == 1 else {
+            throw MappingError(typeName: layout.typeName, message: "needs a single-column primary key here")
+        }
+        return try delete(T.self, key: [layout.primaryKey[0]: key])
+    }
+
+    @discardableResult
+    public func delete<T>(_ type: T.Type, key: [String: any DatabaseValueConvertible]) throws -> Bool {
+        try delete(layout: try layout(of: T.self), key: key)
+    }
+
+    /// Deletes every row of the type's table; returns how many.
+    @discardableResult
+    public func deleteAll<T>(_ type: T.Type) throws -> Int {
+        let layout = try layout(of: T.self)
+        try database.execute("DELETE FROM \(quoteIdentifier(layout.table))", .none)
+        return database.changes
+    }
+
+    @discardableResult
+    public func deleteAll<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments = .none) throws -> Int {
+        let layout = try layout(of: T.self)
+        try database.execute("DELETE FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
+        return database.changes
+    }
+
+    /// Inserts many values in one transaction (a savepoint when one is already open) through one prepared
+    /// statement: all are inserted, or none.
+    public func insert<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
+        let layout = try layout(of: S.Element.self)
+        try database.withSavepoint {
+            var binding: BindingEncoding?
+            var position = 0
+            for value in values {
+                position += 1
+                try writing(position, of: layout) {
+                    if binding == nil {
+                        // The first value fixes the columns; every later one binds straight into the statement.
+                        let row = try RowEncoding(typeName: layout.typeName).encode(value)
+                        binding = BindingEncoding(statement: try database.compile(try insertSQL(layout, row)),
+                                                  typeName: layout.typeName, properties: row.properties)
+                    }
+                    try binding?.bind(value)
+                    try binding?.statement.run()
+                }
+            }
+        }
+    }
+
+    /// Inserts or updates many values in one transaction, each SQL statement prepared once.
+    public func save<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
+        let layout = try layout(of: S.Element.self)
+        let encoding = RowEncoding(typeName: layout.typeName)
+        try batch(layout, values, encode: { try encoding.encode($0) }) { try save(row: $0, layout: layout) }
+    }
+
+    /// Inserts many values that are not `Encodable`, via `Mirror`, in one transaction.
+    public func insert<S: Sequence>(contentsOf values: S) throws {
+        let layout = try layout(of: S.Element.self)
+        var statement: (any PreparedStatement)?
+        try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) { row in
+            let insert = try statement ?? database.compile(try insertSQL(layout, row))
+            statement = insert
+            for (index, value) in row.values.enumerated() { try insert.bind(value, at: Int32(index + 1)) }
+            try insert.run()
+        }
+    }
+
+    // MARK: SQL
+
+    private func encode<T: Encodable>(_ value: T) throws -> EncodedRow {
+        try RowEncoding(typeName: Self.typeName(T.self)).encode(value)
+    }
+
+    private func columns(_ layout: ModelLayout, _ row: EncodedRow) -> [String] {
+        row.properties.map(layout.column(for:))
+    }
+
+    /// ` OR ABORT` for a table whose constraints carry their own conflict clause: without it, REPLACE would make an
+    /// insert or update delete the row it conflicts with (and rows of other tables, by cascade), and IGNORE would
+    /// make it do nothing without an error. Only there, since an OR clause also overrides the conflict handling of
+    /// statements in the table's triggers.
+    private static func orAbort(_ layout: ModelLayout) -> String {
+        layout.declaresConflictClause ? " OR ABORT" : ""
+    }
+
+    private func insertSQL(_ layout: ModelLayout, _ row: EncodedRow) throws -> String {
+        let columns = columns(layout, row)
+        return "INSERT\(Self.orAbort(layout)) INTO \(quoteIdentifier(layout.table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) "
+            + "VALUES (\(columns.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ")))"
+    }
+
+    private func insert(row: EncodedRow, layout: ModelLayout) throws -> Int64 {
+        try database.execute(try insertSQL(layout, row), .positional(row.values))
+        return database.lastInsertRowID
+    }
+
+    /// Updates the row with the value's key when the key is set and the row exists; inserts otherwise. (An upsert
+    /// would not do: SQLite checks NOT NULL columns the type may not have before it looks for the conflict.)
+    private func save(row: EncodedRow, layout: ModelLayout) throws {
+        let columns = columns(layout, row)
+        try requireKey(layout, columns)
+        let keyIsSet = zip(columns, row.values).allSatisfy { !layout.isPrimaryKey($0.0) || $0.1 != .null }
+        if keyIsSet, try updateRow(row: row, layout: layout) { return }
+        _ = try insert(row: row, layout: layout)
+    }
+
+    private func update(row: EncodedRow, layout: ModelLayout) throws {
+        guard try updateRow(row: row, layout: layout) else {
+            let columns = columns(layout, row)
+            let key = zip(columns, row.values).filter { layout.isPrimaryKey($0.0) }.map { "\($0.0) = \($0.1)" }
+            throw MappingError(typeName: layout.typeName, value: key.joined(separator: ", "),
+                               message: "no row has this primary key; use insert or save")
+        }
+    }
+
+    /// True when a row with the value's key exists (and was updated).
+    private func updateRow(row: EncodedRow, layout: ModelLayout) throws -> Bool {
+        let columns = columns(layout, row)
+        try requireKey(layout, columns)
+        var sets: [String] = [], setValues: [DatabaseValue] = []
+        var keys: [String] = [], keyValues: [DatabaseValue] = []
+        for (column, value) in zip(columns, row.values) {
+            if layout.isPrimaryKey(column) {
+                keys.append("\(quoteIdentifier(column)) = ?")
+                keyValues.append(value)
+            } else {
+                sets.append("\(quoteIdentifier(column)) = ?")
+                setValues.append(value)
+            }
+        }
+        if sets.isEmpty {
+            // Only key columns: "updating" means the row exists.
+            return try database.firstValue("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(keys.joined(separator: " AND "))",
+                                       .positional(keyValues), as: Int.self) ?? 0 > 0
+        }
+        try database.execute("UPDATE\(Self.orAbort(layout)) \(quoteIdentifier(layout.table)) SET \(sets.joined(separator: ", ")) WHERE \(keys.joined(separator: " AND "))",
+                             .positional(setValues + keyValues))
+        return database.changes > 0
+    }
+
+    private func delete(row: EncodedRow, layout: ModelLayout) throws -> Bool {
+        let columns = columns(layout, row)
+        try requireKey(layout, columns)
+        var key: [String: any DatabaseValueConvertible] = [:]
+        for (column, value) in zip(columns, row.values) where layout.isPrimaryKey(column) { key[column] = value }
+        return try delete(layout: layout, key: key)
+    }
+
+    private func delete(layout: ModelLayout, key: [String: any DatabaseValueConvertible]) throws -> Bool {
+        let (condition, arguments) = try keyCondition(layout, key)
+        try database.execute("DELETE FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
+        return database.changes > 0
+    }
+
+    private func requireKey(_ layout: ModelLayout, _ columns: [String]) throws {
+        guard !layout.primaryKey.isEmpty else {
+            throw MappingError(typeName: layout.typeName,
+                               message: "has no primary key (declare one in table '\(layout.table)' or the manifest's primaryKey)")
+        }
+        let lowered = Set(columns.map(\.sqliteFolded))
+        let missing = layout.primaryKey.filter { !lowered.contains($0.sqliteFolded) }
+        guard missing.isEmpty else {
+            throw MappingError(typeName: layout.typeName,
+                               message: "has no property for primary key column \(missing.joined(separator: ", "))")
+        }
+    }
+
+    private func keyCondition(_ layout: ModelLayout, _ key: [String: any DatabaseValueConvertible]) throws
+        -> (String, StatementArguments) {
+        var values: [DatabaseValue] = []
+        var terms: [String] = []
+        var named: [String: any DatabaseValueConvertible] = [:]
+        for (name, value) in key { named[layout.column(for: name).sqliteFolded] = value }
+        for column in layout.primaryKey {
+            guard let value = named.removeValue(forKey: column.sqliteFolded) else {
+                throw MappingError(typeName: layout.typeName, column: column, message: "the key has no value for this column")
+            }
+            terms.append("\(quoteIdentifier(column)) = ?")
+            values.append(value.databaseValue)
+        }
+        guard named.isEmpty, !terms.isEmpty else {
+            throw MappingError(typeName: layout.typeName, value: named.keys.sorted().joined(separator: ", "),
+                               message: "is not the primary key (\(layout.primaryKey.joined(separator: ", ")))")
+        }
+        return (terms.joined(separator: " AND "), .positional(values))
+    }
+
+    /// Writes every row inside one savepoint (a transaction when none is open): all or nothing. Each SQL text is
+    /// prepared once, through the connection's statement cache.
+    private func batch<S: Sequence>(_ layout: ModelLayout, _ values: S, encode: (S.Element) throws -> EncodedRow,
+                                    write: (EncodedRow) throws -> Void) throws {
+        try database.withSavepoint {
+            var position = 0
+            for value in values {
+                position += 1
+                try writing(position, of: layout) { try write(try encode(value)) }
+            }
+        }
+    }
+
+    /// Writes the batch's value at a 1-based `position`; its errors name that position.
+    private func writing(_ position: Int, of layout: ModelLayout, _ write: () throws -> Void) throws {
+        do {
+            try write()
+        } catch let error as DatabaseError {
+            throw MappingError(typeName: layout.typeName, row: position, message: "rejected: \(error.message)")
+        } catch let error as MappingError where error.row == nil {
+            throw MappingError(typeName: error.typeName, property: error.property, column: error.column,
+                               row: position, value: error.value, message: error.message)
+        }
+    }
+}

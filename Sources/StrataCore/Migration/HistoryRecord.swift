@@ -1,0 +1,57 @@
+import Foundation
+
+/// One row of `strata_history`.
+public struct HistoryRecord: Sendable, Equatable {
+    /// `applied` and `baseline` count as applied; `running` and `failed` are dirty; `deleted` is ignored.
+    public enum State: String, Sendable, Equatable, Codable {
+        case applied, baseline, running, failed, deleted
+    }
+
+    public let kind: StepKind
+    public let identity: String
+    public let checksum: String
+    public let checksumVersion: Int
+    public let appliedAt: String
+    public let durationMs: Int?
+    public let rowCount: Int?
+    public let state: State
+    public let toolVersion: String
+    public let appliedSQL: String?
+    /// `host:pid` of the process applying (or that failed) a step outside a transaction, for a human to read.
+    /// Whether it is still running is known from its step lock (`StepLocking`), never from this pid.
+    public let runner: String?
+    /// The error that left a step `failed`.
+    public let error: String?
+
+    public init(kind: StepKind, identity: String, checksum: String, checksumVersion: Int, appliedAt: String,
+                durationMs: Int?, rowCount: Int?, state: State, toolVersion: String, appliedSQL: String?,
+                runner: String?, error: String?) {
+        self.kind = kind
+        self.identity = identity
+        self.checksum = checksum
+        self.checksumVersion = checksumVersion
+        self.appliedAt = appliedAt
+        self.durationMs = durationMs
+        self.rowCount = rowCount
+        self.state = state
+        self.toolVersion = toolVersion
+        self.appliedSQL = appliedSQL
+        self.runner = runner
+        self.error = error
+    }
+
+    /// The time a record is written, as `applied_at` holds it (ISO 8601, UTC).
+    static func now() -> String {
+        ISO8601.format(Date())
+    }
+
+    public var isApplied: Bool { state == .applied || state == .baseline }
+    public var isDirty: Bool { state == .running || state == .failed }
+}
+
+/// Identifies this process as `host:pid` in the `runner` column and lock files; informative only.
+package enum Runner {
+    package static var current: String {
+        "\(ProcessInfo.processInfo.hostName):\(getpid())"
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+
+/// What the runner needs from a database beyond statements: its history table, the lock that makes each step run
+/// exactly once, running a file under the backend's rules, and keeping one step's effects on the connection from
+/// reaching the next. SQLite's `Database` adopts it; a backend is an addition, not a second runner.
+public protocol MigrationDatabase: DatabaseConnection {
+    /// Where `strata_history` lives on this database.
+    var history: any HistoryStorage { get }
+    /// How `transaction="none"` steps are claimed across processes and known to be alive.
+    var stepLocks: any StepLocking { get }
+
+    /// Runs `body` in a transaction that holds the database's write lock from its start, so the "already applied?"
+    /// check inside it and the step it guards are one atomic unit across every process. A lock not obtained within
+    /// the connection's timeout throws a `.busy` error.
+    func withWriteLock<T>(_ body: () throws -> T) throws -> T
+    /// How long `withWriteLock` waits, for messages.
+    var lockTimeout: Duration { get }
+
+    /// Runs a migration file under the backend's rules for migrations (see the README), statement by statement as
+    /// the dialect's splitter finds them. `observe` sees every byte read, in order; `afterEach` runs after each
+    /// statement. Errors carry the statement's line and column.
+    func runScript(contentsOfFile path: String, insideTransaction: Bool,
+                   progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)?,
+                   observe: (UnsafeBufferPointer<UInt8>) -> Void, afterEach: (() -> Void)?) throws
+    /// Runs script text already read (the up section of another tool's file), at its own line numbers.
+    func runScript(_ bytes: [UInt8], startLine: Int, insideTransaction: Bool, afterEach: (() -> Void)?) throws
+    /// Runs `body` (a seed's load) under the rules that keep seeds and their triggers away from Strata's history.
+    func withSeedRules<T>(_ body: () throws -> T) throws -> T
+
+    /// Runs `body` with foreign key enforcement as a migration asks for it, then restores the connection's setting.
+    func withForeignKeys<T>(enforced: Bool, _ body: () throws -> T) throws -> T
+    /// What each step's foreign key check excuses: the violations in the database now when `excusingCurrent`
+    /// (so a step is blamed only for those it adds), otherwise none.
+    func foreignKeyBaseline(excusingCurrent: Bool) throws -> any ForeignKeyBaseline
+    /// The connection's state as it is now, to put back after a step (settings, temporary objects, attachments).
+    func sessionSnapshot() throws -> any SessionSnapshot
+    /// Rolls back a transaction a `transaction="none"` file left open; true when there was one.
+    func rollBackOpenTransaction() -> Bool
+    /// After a failed step: lets the database finish undoing it (SQLite rolls a hot journal back on the next read).
+    func finishRollback() throws
+    /// Where a seed's rows go.
+    func seedTarget(_ seed: SeedStep) throws -> any SeedTarget
+}
+
+/// Reads and writes `strata_history`: one row per step, the same columns on every backend (see the README).
+public protocol HistoryStorage {
+    /// Whether the table exists (reading never creates it).
+    func exists() throws -> Bool
+    /// Creates the table when absent; safe to race with other processes.
+    func create() throws
+    /// Every record in the order they were written; none when the table does not exist.
+    func all() throws -> [HistoryRecord]
+    func record(kind: StepKind, identity: String) throws -> HistoryRecord?
+    /// Inserts or replaces the record of one step.
+    func write(_ record: HistoryRecord) throws
+    func delete(kind: StepKind, identity: String) throws
+}
+
+/// How a `transaction="none"` step is claimed: a lock held by the running process for as long as its `running`
+/// history row stands, released by the system when the process dies, so a row left by a dead runner is told
+/// from one still being applied.
+public protocol StepLocking {
+    /// Takes the step's lock without waiting: nil when another process holds it.
+    func claim(kind: StepKind, id: String) throws -> (any StepClaim)?
+    /// Whether a live process holds the step's lock.
+    func isHeld(kind: StepKind, id: String) -> Bool
+}
+
+/// A step's lock, held until released (or the process ends).
+public protocol StepClaim: AnyObject {
+    func release()
+}
+
+/// Foreign key violations that were in the database before a run, which a step is not blamed for.
+public protocol ForeignKeyBaseline: AnyObject {
+    /// How many violations it excuses.
+    var count: Int { get }
+    /// The violations now that it does not excuse; it narrows to those still there, for the next step.
+    func newViolations() throws -> [ForeignKeyViolation]
+}
+
+/// A connection's state, put back after a step.
+public protocol SessionSnapshot {
+    func restore() throws
+}
+
+/// One foreign key violation: the row (where the database can name it) and the parent it should refer to.
+public struct ForeignKeyViolation: Sendable, Hashable, CustomStringConvertible {
+    public let table: String
+    /// The row's id, or nil where the table has none (SQLite's WITHOUT ROWID tables).
+    public let rowid: Int64?
+    public let parent: String
+    /// Which of the table's foreign keys.
+    public let constraint: Int
+
+    public init(table: String, rowid: Int64?, parent: String, constraint: Int) {
+        self.table = table
+        self.rowid = rowid
+        self.parent = parent
+        self.constraint = constraint
+    }
+
+    public var description: String {
+        "\(table) row \(rowid.map(String.init) ?? "(without rowid)") references a missing row in \(parent)"
+    }
+}

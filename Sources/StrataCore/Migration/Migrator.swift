@@ -1,0 +1,802 @@
+import Foundation
+
+/// Brings a database up to date with a manifest: each migration and seed exactly once, each completely or not at all.
+///
+/// ```swift
+/// let manifest = try Manifest.load(path: "manifests/example.xml")
+/// let db = try Database(path: "library.sqlite")
+/// let report = try Migrator(manifest: manifest, database: db).migrate()
+/// if let failure = report.failure { print(failure) }   // "sql/002_x.sql:3:1: no such table: …"
+/// ```
+/// Safe to run from several processes at once: the "already applied?" check and the step run inside one
+/// transaction that holds the database's write lock (`MigrationDatabase.withWriteLock`: `BEGIN IMMEDIATE` on
+/// SQLite), so the database's own lock serialises them; nothing is left locked by a crash. The runner is the same
+/// for every backend: what differs is behind `MigrationDatabase`.
+public struct Migrator {
+    public let manifest: Manifest
+    public let database: any MigrationDatabase
+    private var history: any HistoryStorage { database.history }
+
+    public init(manifest: Manifest, database: any MigrationDatabase) {
+        self.manifest = manifest
+        self.database = database
+    }
+
+    // MARK: Validation
+
+    /// Larger files are checked statement by statement as they run instead, so `validate` never reads a huge
+    /// data load into memory.
+    static let lintSizeLimit = 4 << 20
+
+    /// What migrations may not do, found before anything runs (see `SQLLint`): statements that cannot run inside
+    /// a transaction in transactional files, writes to the history table, and text SQLite would not run to its end.
+    public func lint() -> [ManifestProblem] {
+        lintFindings(manifest.migrations).map(\.problem)
+    }
+
+    /// Migrations `lint()` could not check ahead of time because they are larger than `lintSizeLimit`: said, not
+    /// passed over in silence. The backend still checks each of their statements as it runs.
+    public func lintWarnings() -> [ManifestProblem] {
+        manifest.migrations.compactMap { migration in
+            guard let size = try? RegularFile(path: migration.path).size, size > Self.lintSizeLimit else { return nil }
+            return ManifestProblem(SourceLocation(path: displayPath(migration.path), line: 1),
+                "not checked ahead of time (\(size >> 20) MiB, over the \(Self.lintSizeLimit >> 20) MiB read ahead); each statement is checked as it runs, and a refused one fails and rolls back the step (\(migration.location))")
+        }
+    }
+
+    private func lintFindings(_ migrations: [MigrationStep]) -> [(id: String, problem: ManifestProblem)] {
+        migrations.flatMap { migration in
+            guard let bytes = Self.fileBytes(migration.path, atMost: Self.lintSizeLimit) else {
+                return [(id: String, problem: ManifestProblem)]()
+            }
+            // Only what runs is linted (a down section may hold anything), at the file's own line numbers.
+            let section: MigrationSection
+            do {
+                section = try migration.format.upSection(of: bytes)
+            } catch {
+                let failure = error as? MigrationFormatError
+                return [(migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: max(failure?.line ?? 1, 1)),
+                                                       "\(failure?.message ?? "\(error)") (\(migration.location))"))]
+            }
+            return database.dialect.lint(Array(bytes[section.range]), insideTransaction: migration.runsInTransaction).map {
+                (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line + section.startLine - 1,
+                                                              column: $0.column),
+                                               $0.message + " (\(migration.location))"))
+            }
+        }
+    }
+
+    // MARK: Status and plan
+
+    /// Every step of the manifest, and every recorded step no longer in it, with its state.
+    public func status(_ options: MigrationOptions = MigrationOptions()) throws -> [StepStatus] {
+        // `deleted` records are kept: a file restored after `repair` is applied (same checksum) or drifted, never
+        // pending, or it would run twice.
+        let records = try history.all()
+        var byKey: [String: HistoryRecord] = [:]
+        for record in records { byKey[key(record.kind, record.identity)] = record }
+        var result: [StepStatus] = []
+        for step in manifest.plan {
+            let record = byKey.removeValue(forKey: key(step.kind, step.id))
+            // Only a recorded step needs its file hashed; a pending seed may be large.
+            // A record is compared under the checksum version it was written with.
+            let checksum = record.flatMap {
+                try? Checksum.ofFile(atPath: step.filePath, content: step.checksumContent, version: $0.checksumVersion)
+            }
+            let state: StepStatus.State
+            if let record {
+                if record.isDirty { state = .dirty }
+                else if record.checksum == checksum { state = .applied }
+                else if case .seed(let seed) = step, seed.onChange == .reapply, checksum != nil { state = .changed }
+                else { state = .drifted }
+            } else if case .seed(let seed) = step, !isActive(seed, options) {
+                state = .skipped
+            } else {
+                state = .pending
+            }
+            result.append(StepStatus(kind: step.kind, id: step.id, state: state, step: step, record: record, checksum: checksum))
+        }
+        for record in records where record.state != .deleted && byKey[key(record.kind, record.identity)] != nil {
+            result.append(StepStatus(kind: record.kind, id: record.identity, state: record.isDirty ? .dirty : .missing,
+                                     step: nil, record: record, checksum: nil))
+        }
+        return result
+    }
+
+    /// What `migrate` would do with these options, writing nothing.
+    public func plan(_ options: MigrationOptions = MigrationOptions()) throws -> MigrationPlan {
+        try plan(options, forMigrate: false)
+    }
+
+    /// What would make `migrate` refuse with these options, without counting seed rows; writes nothing. Lets a
+    /// caller refuse before creating a database file.
+    public func refusals(_ options: MigrationOptions = MigrationOptions()) throws -> [Refusal] {
+        try plan(options, forMigrate: true).refusals
+    }
+
+    /// For `migrate`, seed rows are not counted and the plan id is computed only when one is expected: both would
+    /// read pending files once more.
+    private func plan(_ options: MigrationOptions, forMigrate: Bool) throws -> MigrationPlan {
+        let statuses = try status(options)
+        var refusals = refusals(for: statuses, options)
+        let lastApplied = statuses.filter { $0.kind == .migration && ($0.state == .applied || $0.state == .drifted) }
+            .map(\.id).max(by: NaturalOrder.areInIncreasingOrder)
+        var steps: [PlannedStep] = []
+        var pendingMigration: String?
+        for status in statuses {
+            let beingApplied = status.state == .dirty && isBeingApplied(status.record)
+            guard let step = status.step, status.state == .pending || status.state == .changed || beingApplied else { continue }
+            switch step {
+            case .migration(let migration):
+                if status.state == .pending { pendingMigration = pendingMigration ?? migration.id }
+                guard options.includeMigrations else { continue }
+                let outOfOrder = lastApplied.map { NaturalOrder.areInIncreasingOrder(migration.id, $0) } ?? false
+                if outOfOrder && options.strictOrder {
+                    refusals.append(Refusal(reason: .outOfOrder, id: migration.id,
+                        message: "\(migration.id) is pending but sorts before \(lastApplied ?? "") which is applied; --strict-order refuses out-of-order migrations"))
+                }
+                steps.append(PlannedStep(step: step, reason: outOfOrder ? .outOfOrder : .pending, rowCount: nil))
+            case .seed(let seed):
+                guard options.includeSeeds else { continue }
+                if !options.includeMigrations, let pendingMigration {
+                    refusals.append(Refusal(reason: .seedOrder, id: seed.id,
+                        message: "seed \(seed.id) runs after migration \(pendingMigration), which is pending; run 'strata migrate' first"))
+                }
+                steps.append(PlannedStep(step: step, reason: status.state == .changed ? .reapply : .pending,
+                                         rowCount: forMigrate ? nil : try? SeedLoader.countRows(seed)))
+            }
+        }
+        // Only files about to run are read: applied ones were checked before they ran.
+        let pendingMigrations = steps.compactMap { planned -> MigrationStep? in
+            if case .migration(let migration) = planned.step { migration } else { nil }
+        }
+        refusals += lintFindings(pendingMigrations)
+            .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
+        let id = forMigrate && options.expectedPlanID == nil ? "" : try planID(steps)
+        if let expected = options.expectedPlanID, expected != id {
+            refusals.append(Refusal(reason: .planChanged, id: expected,
+                message: "the plan changed since it was reviewed (plan id \(expected), now \(id)): a file or the database changed; run 'strata plan' again"))
+        }
+        return MigrationPlan(id: id, steps: steps, refusals: refusals)
+    }
+
+    private func planID(_ steps: [PlannedStep]) throws -> String {
+        var lines: [String] = []
+        for planned in steps {
+            var fingerprint: String
+            switch planned.step {
+            case .migration(let migration):
+                fingerprint = (try? Checksum.ofFile(atPath: migration.path, content: .sql)) ?? "unreadable"
+            case .seed(let seed):
+                let attributes = try? FileManager.default.attributesOfItem(atPath: seed.path)
+                let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
+                let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+                fingerprint = "\(size)@\(modified)"
+            }
+            lines.append("\(planned.step.kind.rawValue) \(planned.step.id) \(planned.reason.rawValue) \(fingerprint)")
+        }
+        return String(try Checksum.of(Array(lines.joined(separator: "\n").utf8)).prefix(16))
+    }
+
+    private func refusals(for statuses: [StepStatus], _ options: MigrationOptions) -> [Refusal] {
+        statuses.compactMap { status in
+            switch status.state {
+            case .drifted:
+                return Refusal(reason: .drift, id: status.id,
+                    message: "\(status.id) has changed since it was applied (recorded checksum \(status.record?.checksum.prefix(12) ?? ""), file now \(status.checksum?.prefix(12) ?? "unreadable")); restore it, or check it and run 'strata repair'")
+            case .missing:
+                return Refusal(reason: .missing, id: status.id,
+                    message: "\(status.id) was applied but is no longer in the manifest; restore it, or run 'strata repair' to mark it deleted")
+            case .dirty:
+                if isBeingApplied(status.record) { return nil }
+                // The status may be stale: the runner could have finished and exited since it was read. Once it
+                // is gone nothing else can change the record, so a fresh read now is conclusive.
+                let fresh = try? history.record(kind: status.kind, identity: status.id)
+                guard let fresh, fresh.isDirty else { return nil }
+                return Refusal(reason: .dirty, id: status.id, message: dirtyMessage(status.id, fresh))
+            default:
+                return nil
+            }
+        }
+    }
+
+    private func dirtyMessage(_ id: String, _ record: HistoryRecord?) -> String {
+        let how = record?.state == .failed
+            ? "failed part-way outside a transaction (\(record?.error ?? "unknown error"))"
+            : "was started outside a transaction by \(record?.runner ?? "another process") and never finished"
+        return "\(id) \(how); check the database by hand, then run 'strata resolve \(id) --applied' or 'strata resolve \(id) --rolled-back'"
+    }
+
+    // MARK: Migrate
+
+    /// Applies every pending step in plan order. Refusals (drift, dirty, strict order, invalid SQL) throw
+    /// `MigrationError.refused` before anything runs; a failing step is returned in `MigrationReport.failure`.
+    public func migrate(_ options: MigrationOptions = MigrationOptions(),
+                        progress: ((MigrationEvent) -> Void)? = nil) throws -> MigrationReport {
+        let plan = try plan(options, forMigrate: true)
+        guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
+        var report = MigrationReport()
+        // Violations already in the database are not blamed on a step: each is checked for those it makes.
+        var foreignKeys = try database.foreignKeyBaseline(excusingCurrent: false)
+        if plan.steps.contains(where: { $0.step.kind == .migration }) {
+            do {
+                foreignKeys = try database.foreignKeyBaseline(excusingCurrent: true)
+                if foreignKeys.count > 0 {
+                    progress?(.notice("\(foreignKeys.count) foreign key violation\(foreignKeys.count == 1 ? "" : "s") already in the database; each migration is checked only for violations it adds"))
+                }
+            } catch let error as DatabaseError where error.kind != .busy {
+                // A schema the database cannot check (a foreign key to a column that is not unique): a step may fix it,
+                // and each step is checked after it runs, so the run starts and says why nothing is excused.
+                progress?(.notice("foreign keys cannot be checked before the run (\(error.message)); each migration is checked after it runs"))
+            }
+        }
+        for (index, planned) in plan.steps.enumerated() {
+            // Between steps only: a step is finished or rolled back, never abandoned half-way.
+            if options.cancellation?.isCancelled == true {
+                report.cancelled = true
+                report.notRun = plan.steps[index...].map(\.step.id)
+                return report
+            }
+            // Each migration starts from the connection as the run opened it (see `SessionSnapshot`).
+            let snapshot = planned.step.kind == .migration ? try database.sessionSnapshot() : nil
+            progress?(.started(planned.step, planned.reason))
+            do {
+                let started = ContinuousClock.now
+                let outcome: StepOutcome
+                switch planned.step {
+                case .migration(let migration) where migration.runsInTransaction:
+                    outcome = try applyInTransaction(migration, foreignKeys, progress)
+                case .migration(let migration):
+                    outcome = try applyOutsideTransaction(migration, options, foreignKeys, progress)
+                case .seed(let seed):
+                    outcome = try applySeed(seed, started: started, progress)
+                }
+                switch outcome {
+                case .applied(let rows, let durationMs):
+                    let step = AppliedStep(kind: planned.step.kind, id: planned.step.id, reason: planned.reason,
+                                           durationMs: durationMs, rowCount: rows)
+                    report.applied.append(step)
+                    progress?(.finished(step))
+                case .alreadyApplied:
+                    report.alreadyApplied.append(planned.step.id)
+                }
+            } catch let failure as StepFailure {
+                report.failure = failure
+            } catch is Cancelled {
+                report.cancelled = true
+                report.notRun = plan.steps[index...].map(\.step.id)
+                return report
+            } catch let error as DatabaseError where error.sql == "COMMIT TRANSACTION" {
+                // Statements ran, then COMMIT failed (disk full in WAL mode, I/O error): the step's failure all the same.
+                report.failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
+                                             file: displayPath(planned.step.filePath), line: nil, column: nil,
+                                             message: "COMMIT failed, the step was rolled back: \(error.message)")
+            }
+            do {
+                try snapshot?.restore()
+            } catch where report.failure == nil {
+                var failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
+                                          file: displayPath(planned.step.filePath), line: nil, column: nil,
+                                          message: "the connection could not be put back as it was before this step (\(error)); the run stopped so that later steps do not run on a changed connection")
+                failure.aftermath = .kept
+                report.failure = failure
+            }
+            if report.failure != nil {
+                settleAfterFailure(&report)
+                return report
+            }
+        }
+        return report
+    }
+
+    /// After a failed step: lets the database finish its rollback and says whether it did, and counts the steps
+    /// other runs applied, so the report states what is left rather than assuming it.
+    private func settleAfterFailure(_ report: inout MigrationReport) {
+        do {
+            try database.finishRollback()
+        } catch {
+            report.unfinishedRollback = (error as? DatabaseError)?.message ?? "\(error)"
+            return
+        }
+        if let records = try? history.all() {
+            report.appliedByOtherRuns = max(0, records.filter(\.isApplied).count - report.applied.count)
+        }
+    }
+
+    private enum StepOutcome {
+        case applied(rows: Int?, durationMs: Int)
+        case alreadyApplied
+    }
+
+    /// Thrown inside a transaction to roll it back without error when another process got there first.
+    private struct AppliedElsewhere: Error {}
+
+    /// Thrown while waiting for another process's step once the run is cancelled; nothing was claimed.
+    private struct Cancelled: Error {}
+
+    private func applyInTransaction(_ migration: MigrationStep, _ foreignKeys: any ForeignKeyBaseline,
+                                    _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
+        let started = ContinuousClock.now
+        do {
+            return try reportingLockTimeout {
+                try database.withForeignKeys(enforced: migration.enforcesForeignKeys) {
+                    try database.withWriteLock {
+                        try history.create()
+                        if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
+                            try check(record, checksum: self.checksum(of: .migration(migration), version: record.checksumVersion), id: migration.id)
+                            throw AppliedElsewhere()
+                        }
+                        // Read, run, hash and record the same bytes, read only now that the write lock is held.
+                        let ran = try run(migration, progress)
+                        try checkForeignKeys(migration, foreignKeys)
+                        let durationMs = milliseconds(since: started)
+                        do {
+                            try history.write(HistoryRecord(
+                                kind: .migration, identity: migration.id, checksum: ran.checksum,
+                                checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryRecord.now(),
+                                durationMs: durationMs, rowCount: nil, state: .applied, toolVersion: Strata.version,
+                                appliedSQL: ran.text, runner: nil, error: nil))
+                        } catch let error as DatabaseError where error.kind != .busy {
+                            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path),
+                                              line: nil, column: nil, message: "could not record the step: \(error.message)")
+                        }
+                        return .applied(rows: nil, durationMs: durationMs)
+                    }
+                }
+            }
+        } catch is AppliedElsewhere {
+            return .alreadyApplied
+        }
+    }
+
+    private func applyOutsideTransaction(_ migration: MigrationStep, _ options: MigrationOptions,
+                                         _ foreignKeys: any ForeignKeyBaseline,
+                                         _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
+        let (text, checksum) = try read(migration)
+        let deadline = ContinuousClock.now + options.waitTimeout
+        // Held from before the `running` row is committed until after the final row is: while the row says
+        // `running`, the lock tells whether this process is still at it. The kernel releases it if we die.
+        var lock: (any StepClaim)?
+        defer { lock?.release() }
+        // Claim the step: a `running` row, committed before the file runs, marks the attempt durably.
+        while true {
+            let claimed: Bool
+            do {
+                claimed = try reportingLockTimeout {
+                    try database.withWriteLock { () -> Bool in
+                        try history.create()
+                        if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
+                            if isBeingApplied(record) { return false }
+                            try check(record, checksum: record.checksumVersion == Checksum.algorithmVersion ? checksum
+                                      : self.checksum(of: .migration(migration), version: record.checksumVersion), id: migration.id)
+                            throw AppliedElsewhere()
+                        }
+                        do {
+                            lock = try database.stepLocks.claim(kind: .migration, id: migration.id)
+                        } catch let error as DatabaseError {
+                            throw error
+                        } catch {
+                            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path),
+                                              line: nil, column: nil, message: "\(error)")
+                        }
+                        // Held by another process whose `running` row is not committed yet, or was just replaced.
+                        guard lock != nil else { return false }
+                        try history.write(HistoryRecord(
+                            kind: .migration, identity: migration.id, checksum: checksum,
+                            checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryRecord.now(), durationMs: nil,
+                            rowCount: nil, state: .running, toolVersion: Strata.version, appliedSQL: text,
+                            runner: Runner.current, error: nil))
+                        return true
+                    }
+                }
+            } catch is AppliedElsewhere {
+                return .alreadyApplied
+            }
+            if claimed { break }
+            guard ContinuousClock.now < deadline else {
+                throw MigrationError.lockTimeout("\(migration.id) is being applied by another process and did not finish within \(options.waitTimeout); run again once it is done")
+            }
+            progress?(.waiting("\(migration.id) is being applied by another process; waiting"))
+            Thread.sleep(forTimeInterval: 0.2)
+            if options.cancellation?.isCancelled == true { throw Cancelled() }
+        }
+
+        let started = ContinuousClock.now
+        var failure: StepFailure?
+        var ran: (checksum: String, text: String?)?
+        do {
+            ran = try runOutsideTransaction(migration, foreignKeys, progress)
+        } catch let error as StepFailure {
+            failure = error
+        } catch {
+            failure = StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                                  column: nil, message: "\(error)").partlyApplied("what the file did before the error stayed applied")
+        }
+        let durationMs = milliseconds(since: started)
+        let record = HistoryRecord(
+            kind: .migration, identity: migration.id, checksum: ran?.checksum ?? checksum,
+            checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryRecord.now(), durationMs: durationMs,
+            rowCount: nil, state: failure == nil ? .applied : .failed, toolVersion: Strata.version,
+            appliedSQL: ran == nil ? text : ran?.text, runner: failure == nil ? nil : Runner.current,
+            error: failure?.summary)
+        try recordOutcome(record, of: migration, failure: failure, waitingUntil: ContinuousClock.now + options.waitTimeout,
+                          progress)
+        if let failure { throw failure }
+        return .applied(rows: nil, durationMs: durationMs)
+    }
+
+    /// Writes the final record of a `transaction="none"` step. The file's work is done (or partly done) and cannot
+    /// be undone, so a busy database is waited for past the busy timeout, up to `--timeout` more; if the record still
+    /// cannot be written, the failure says the history row still reads `running` and what to do.
+    private func recordOutcome(_ record: HistoryRecord, of migration: MigrationStep, failure: StepFailure?,
+                               waitingUntil deadline: ContinuousClock.Instant,
+                               _ progress: ((MigrationEvent) -> Void)?) throws {
+        while true {
+            do {
+                try history.write(record)
+                return
+            } catch let error as DatabaseError {
+                if error.kind == .busy && ContinuousClock.now < deadline {
+                    progress?(.waiting("\(migration.id) ran; waiting for the write lock to record it"))
+                    continue
+                }
+                let outcome = failure.map { "it failed: \($0.summary)" } ?? "every statement ran"
+                throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                                  column: nil, message: "\(outcome); and its outcome could not be recorded (\(error.message)), so history still says running")
+                    .partlyApplied("what the file did stayed applied")
+            }
+        }
+    }
+
+    /// Runs a `transaction="none"` file. Its statements are not undone when one fails, so a failure says what
+    /// stayed applied. Afterwards the connection must be back in autocommit mode: a `BEGIN` without `COMMIT` would
+    /// otherwise hold everything, history included, until the connection closes, and then vanish.
+    private func runOutsideTransaction(_ migration: MigrationStep, _ foreignKeys: any ForeignKeyBaseline,
+                                       _ progress: ((MigrationEvent) -> Void)?) throws -> (checksum: String, text: String?) {
+        var statements = 0
+        // Whether the file had its own transaction open after its last completed statement: SQLite may roll that
+        // back by itself when a statement fails (`INSERT OR ROLLBACK`, `RAISE(ROLLBACK)`), Strata does otherwise.
+        var transactionOpen = false
+        return try database.withForeignKeys(enforced: migration.enforcesForeignKeys) {
+            let ran: (checksum: String, text: String?)
+            do {
+                ran = try run(migration, progress) {
+                    statements += 1
+                    transactionOpen = database.isInTransaction
+                }
+            } catch let error as StepFailure {
+                let wasOpen = database.rollBackOpenTransaction() || transactionOpen
+                let kept = statements
+                let before = error.line.map { "the \(kept) statement\(kept == 1 ? "" : "s") before line \($0)" }
+                    ?? "the statements that ran before the failure"
+                throw error.partlyApplied(before + " stayed applied"
+                    + (wasOpen ? ", except those inside the transaction the file had open, which were rolled back" : "")
+                    + "; nothing after the failing statement ran")
+            }
+            if database.rollBackOpenTransaction() {
+                throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                                  column: nil, message: "the file ended with a transaction still open (BEGIN without COMMIT)")
+                    .partlyApplied("Strata rolled that transaction back: the statements before its BEGIN stayed applied, those after it did not")
+            }
+            do {
+                try checkForeignKeys(migration, foreignKeys)
+            } catch let error as StepFailure {
+                throw error.partlyApplied("every statement of the file ran and stayed applied")
+            }
+            return ran
+        }
+    }
+
+    private func applySeed(_ seed: SeedStep, started: ContinuousClock.Instant,
+                           _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
+        do {
+            return try reportingLockTimeout {
+                try database.withWriteLock {
+                    try history.create()
+                    if let record = try history.record(kind: .seed, identity: seed.id), record.state != .deleted {
+                        let checksum = try self.checksum(of: .seed(seed), version: record.checksumVersion)
+                        if !(seed.onChange == .reapply && record.isApplied && record.checksum != checksum) {
+                            try check(record, checksum: checksum, id: seed.id)
+                            throw AppliedElsewhere()
+                        }
+                    }
+                    var loader = SeedLoader(step: seed, target: try database.seedTarget(seed)) { rows, read, total in
+                        progress?(.seedProgress(id: seed.id, rows: rows, bytesRead: read, totalBytes: total))
+                    }
+                    // The checksum recorded is that of the bytes loaded, hashed from the same read.
+                    loader.computeChecksum = true
+                    let loaded: (rows: Int, checksum: String?)
+                    do {
+                        // Seeds, and triggers on seeded tables, may not write Strata's history either.
+                        loaded = try database.withSeedRules { try loader.load() }
+                    } catch let error as SeedError {
+                        throw StepFailure(kind: .seed, id: seed.id, file: error.file, line: error.line,
+                                          column: error.column, message: error.message)
+                    } catch let error as DatabaseError where error.kind != .busy {
+                        throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
+                                          message: error.message)
+                    }
+                    let checksum = try loaded.checksum ?? self.checksum(of: .seed(seed), version: Checksum.algorithmVersion)
+                    let durationMs = milliseconds(since: started)
+                    try history.write(HistoryRecord(
+                        kind: .seed, identity: seed.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
+                        appliedAt: HistoryRecord.now(), durationMs: durationMs, rowCount: loaded.rows, state: .applied,
+                        toolVersion: Strata.version, appliedSQL: nil, runner: nil, error: nil))
+                    return .applied(rows: loaded.rows, durationMs: durationMs)
+                }
+            }
+        } catch is AppliedElsewhere {
+            return .alreadyApplied
+        }
+    }
+
+    /// The step's file checksum under `version`, or the step's failure when the file cannot be read.
+    private func checksum(of step: PlanStep, version: Int) throws -> String {
+        do {
+            return try Checksum.ofFile(atPath: step.filePath, content: step.checksumContent, version: version)
+        } catch {
+            throw StepFailure(kind: step.kind, id: step.id, file: displayPath(step.filePath), line: nil, column: nil,
+                              message: "cannot read the \(step.kind == .seed ? "seed" : "migration") file: \(error)")
+        }
+    }
+
+    /// A record found inside the write lock: applied with the same checksum means another run did it.
+    private func check(_ record: HistoryRecord, checksum: String, id: String) throws {
+        if record.isDirty {
+            throw MigrationError.refused([Refusal(reason: .dirty, id: id, message: dirtyMessage(id, record))])
+        }
+        if record.checksum != checksum {
+            throw MigrationError.refused([Refusal(reason: .drift, id: id,
+                message: "\(id) was applied by another run with different content; check it and run 'strata repair'")])
+        }
+    }
+
+    /// The file's checksum and, for files up to `recordedTextLimit`, its text, read once: what a
+    /// `transaction="none"` step's claim records before it runs.
+    private func read(_ migration: MigrationStep) throws -> (String?, String) {
+        do {
+            if let bytes = Self.fileBytes(migration.path, atMost: Self.recordedTextLimit) {
+                return (Checksum.normalizedText(bytes), try Checksum.of(bytes))
+            }
+            return (nil, try Checksum.ofFile(atPath: migration.path, content: .sql))
+        } catch {
+            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                              column: nil, message: "cannot read the migration file: \(error)")
+        }
+    }
+
+    /// History keeps the applied SQL of files up to 1 MiB (for drift diffs); larger files, typically data loads,
+    /// are recorded by checksum only so memory never grows with a file's size.
+    static let recordedTextLimit = 1 << 20
+
+    static func recordedText(of path: String) -> String? {
+        fileBytes(path, atMost: recordedTextLimit).map { Checksum.normalizedText($0) }
+    }
+
+    /// The file's bytes when it is no larger than `limit`; nil for a larger or unreadable file.
+    private static func fileBytes(_ path: String, atMost limit: Int) -> [UInt8]? {
+        guard let file = try? RegularFile(path: path), file.size <= limit,
+              let bytes = try? file.read(upTo: limit + 1), bytes.count <= limit else { return nil }
+        return bytes
+    }
+
+    /// Runs the file under the backend's rules for migrations, and returns the checksum and
+    /// (for small files) the text of exactly the bytes that ran. A plain file streams from disk; a file in another
+    /// tool's format is read whole once, and only its up section runs, at the file's own line numbers.
+    private func run(_ migration: MigrationStep, _ progress: ((MigrationEvent) -> Void)?,
+                     statementFinished: (() -> Void)? = nil) throws -> (checksum: String, text: String?) {
+        func failure(_ message: String, line: Int? = nil, column: Int? = nil) -> StepFailure {
+            StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: line,
+                        column: column, message: message)
+        }
+        let hasher: NormalizingHasher
+        do { hasher = try NormalizingHasher(content: .sql) } catch { throw failure("\(error)") }
+        var kept: [UInt8]? = []
+        func observe(_ chunk: UnsafeBufferPointer<UInt8>) {
+            hasher.update(chunk)
+            if let count = kept?.count {
+                if count + chunk.count <= Self.recordedTextLimit { kept?.append(contentsOf: chunk) } else { kept = nil }
+            }
+        }
+        do {
+            if migration.format == .plain {
+                try database.runScript(contentsOfFile: migration.path, insideTransaction: migration.runsInTransaction,
+                                       progress: { read, total in
+                    progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
+                }, observe: observe, afterEach: statementFinished)
+            } else {
+                let bytes: [UInt8]
+                do { bytes = try RegularFile(path: migration.path).readToEnd() } catch {
+                    throw DatabaseError(kind: .cannotOpen, message: "\(error)")
+                }
+                bytes.withUnsafeBufferPointer(observe)
+                let section: MigrationSection
+                do { section = try migration.format.upSection(of: bytes) } catch let error as MigrationFormatError {
+                    throw failure(error.message, line: error.line)
+                }
+                guard section.runsInTransaction == migration.runsInTransaction else {
+                    throw failure("the file's own transaction option changed since the manifest was read; run again")
+                }
+                try database.runScript(Array(bytes[section.range]), startLine: section.startLine,
+                                       insideTransaction: migration.runsInTransaction, afterEach: statementFinished)
+            }
+        } catch let error as DatabaseError {
+            let message = error.line == nil && error.kind == .cannotOpen
+                ? "cannot read the migration file (\(error.message))" : error.message
+            throw failure(message, line: error.line, column: error.column)
+        }
+        do {
+            return (try hasher.finish(), kept.map { Checksum.normalizedText($0) })
+        } catch {
+            throw failure("\(error)")
+        }
+    }
+
+    /// Fails the step for foreign key violations it made (those in `baseline` were there before the run), naming
+    /// the rows; a schema the database cannot check (a foreign key to a column that is not unique) fails it too.
+    private func checkForeignKeys(_ migration: MigrationStep, _ baseline: any ForeignKeyBaseline) throws {
+        func failure(_ message: String) -> StepFailure {
+            StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil, column: nil,
+                        message: message)
+        }
+        let violations: [ForeignKeyViolation]
+        do {
+            violations = try baseline.newViolations()
+        } catch let error as DatabaseError where error.kind != .busy {
+            throw failure("foreign key check could not run: \(error.message) (a REFERENCES clause must name the parent's primary key or a UNIQUE column)")
+        }
+        guard !violations.isEmpty else { return }
+        let shown = violations.prefix(10).map(\.description).joined(separator: "; ")
+        let more = violations.count > 10 ? " (and \(violations.count - 10) more)" : ""
+        let withoutRowid = violations.contains { $0.rowid == nil }
+            ? " (rows of tables without rowid cannot be told apart from rows that were already wrong before the run)" : ""
+        throw failure("foreign key check failed: \(shown)\(more)\(withoutRowid)")
+    }
+
+    /// Turns the database's busy error into a message a deploy log can act on.
+    private func reportingLockTimeout<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError where error.kind == .busy {
+            throw MigrationError.lockTimeout(
+                "another process held the database's write lock for longer than the busy timeout (\(database.lockTimeout)); it may be migrating too — run again, or raise --timeout")
+        }
+    }
+
+    // MARK: Baseline, repair, resolve
+
+    /// Records every step up to and including `id` as applied without running it (adopting an existing database).
+    /// Steps already recorded are left alone. Returns the ids recorded.
+    @discardableResult
+    public func baseline(through id: String, _ options: MigrationOptions = MigrationOptions()) throws -> [String] {
+        guard let end = manifest.plan.firstIndex(where: { $0.id == id }) else {
+            throw MigrationError.invalidStep("\(id) is not a step of \(manifest.path)")
+        }
+        return try reportingLockTimeout {
+            try database.withWriteLock {
+                try history.create()
+                var recorded: [String] = []
+                for step in manifest.plan[...end] {
+                    if case .seed(let seed) = step, !isActive(seed, options) { continue }
+                    if let existing = try history.record(kind: step.kind, identity: step.id), existing.state != .deleted {
+                        continue
+                    }
+                    var text: String?
+                    if case .migration = step { text = Self.recordedText(of: step.filePath) }
+                    let checksum: String
+                    do { checksum = try Checksum.ofFile(atPath: step.filePath, content: step.checksumContent) } catch {
+                        throw MigrationError.invalidStep("cannot read \(displayPath(step.filePath))")
+                    }
+                    try history.write(HistoryRecord(
+                        kind: step.kind, identity: step.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
+                        appliedAt: HistoryRecord.now(), durationMs: 0, rowCount: nil, state: .baseline,
+                        toolVersion: Strata.version, appliedSQL: text, runner: nil, error: nil))
+                    recorded.append(step.id)
+                }
+                return recorded
+            }
+        }
+    }
+
+    /// Re-records the checksums of drifted steps (after a human checked them) and marks records of files
+    /// no longer in the manifest as deleted.
+    public func repair() throws -> RepairReport {
+        try reportingLockTimeout {
+            try database.withWriteLock {
+                var report = RepairReport()
+                for status in try status() {
+                    guard let record = status.record else { continue }
+                    switch status.state {
+                    case .drifted:
+                        // Re-recorded under the current checksum version.
+                        guard let path = status.step?.filePath,
+                              let checksum = try? Checksum.ofFile(atPath: path, content: record.kind == .seed ? .csv : .sql)
+                        else { continue }
+                        var text = record.appliedSQL
+                        if status.kind == .migration, let path = status.step?.filePath {
+                            text = Self.recordedText(of: path)
+                        }
+                        try history.write(record.with(checksum: checksum, version: Checksum.algorithmVersion, appliedSQL: text))
+                        report.realigned.append(status.id)
+                    case .missing:
+                        try history.write(record.with(state: .deleted))
+                        report.deleted.append(status.id)
+                    default:
+                        break
+                    }
+                }
+                return report
+            }
+        }
+    }
+
+    /// Settles a dirty step after a human has checked the database.
+    public func resolve(_ id: String, as resolution: Resolution) throws {
+        try reportingLockTimeout {
+            try database.withWriteLock {
+                let records = try history.all().filter { $0.identity == id && $0.isDirty }
+                guard let record = records.first else {
+                    throw MigrationError.invalidStep("\(id) is not dirty; 'strata status' lists dirty steps")
+                }
+                switch resolution {
+                case .applied:
+                    let step = manifest.plan.first { $0.id == id && $0.kind == record.kind }
+                    if let step, let checksum = try? Checksum.ofFile(atPath: step.filePath, content: step.checksumContent) {
+                        try history.write(record.with(checksum: checksum, version: Checksum.algorithmVersion, state: .applied))
+                    } else {
+                        try history.write(record.with(state: .applied))
+                    }
+                case .rolledBack:
+                    try history.delete(kind: record.kind, identity: id)
+                }
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// A `running` step whose runner lock is held by a live process. `failed` never is, whatever its pid.
+    private func isBeingApplied(_ record: HistoryRecord?) -> Bool {
+        guard let record, record.state == .running else { return false }
+        return database.stepLocks.isHeld(kind: record.kind, id: record.identity)
+    }
+
+    private func isActive(_ seed: SeedStep, _ options: MigrationOptions) -> Bool {
+        seed.contexts.isEmpty || !options.contexts.isDisjoint(with: seed.contexts)
+    }
+
+    private func key(_ kind: StepKind, _ id: String) -> String { kind.rawValue + "/" + id }
+
+    private func milliseconds(since start: ContinuousClock.Instant) -> Int {
+        let elapsed = (ContinuousClock.now - start).components
+        return Int(elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000)
+    }
+}
+
+extension PlanStep {
+    /// How the step's file is hashed: line endings inside SQL literals or quoted CSV fields are data.
+    var checksumContent: Checksum.Content {
+        switch self {
+        case .migration: .sql
+        case .seed: .csv
+        }
+    }
+}
+
+extension HistoryRecord {
+    /// A copy with a new checksum (and the version it was computed with), state or text.
+    func with(checksum: String? = nil, version: Int? = nil, state: State? = nil, appliedSQL: String?? = nil) -> HistoryRecord {
+        HistoryRecord(kind: kind, identity: identity, checksum: checksum ?? self.checksum,
+                      checksumVersion: version ?? checksumVersion, appliedAt: appliedAt, durationMs: durationMs,
+                      rowCount: rowCount, state: state ?? self.state, toolVersion: toolVersion,
+                      appliedSQL: appliedSQL ?? self.appliedSQL, runner: state == nil ? runner : nil,
+                      error: state == nil ? error : nil)
+    }
+}
+
+/// A path relative to the current directory when it lies below it, for readable messages.
+public func displayPath(_ path: String) -> String {
+    let cwd = FileManager.default.currentDirectoryPath
+    let prefix = cwd.hasSuffix("/") ? cwd : cwd + "/"
+    return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+}

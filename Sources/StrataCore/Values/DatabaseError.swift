@@ -1,0 +1,114 @@
+import Foundation
+
+/// Every failure of the database layer, whichever database: what kind of failure it was, the backend's own code
+/// and message, and the SQL that failed.
+///
+/// Code outside a backend decides on `kind`; `code` keeps what the database itself said (SQLite's extended result
+/// code, PostgreSQL's SQLSTATE) for messages and for programs that need the detail.
+public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// What went wrong, in terms that do not depend on one database's codes.
+    public let kind: Kind
+    /// The database's own code, or nil for a failure Strata detected before the database ran anything.
+    public let code: BackendCode?
+    /// The database's message, or Strata's for misuse detected before the database ran anything.
+    public let message: String
+    /// The statement that failed, shortened to a readable length.
+    public let sql: String?
+    /// 1-based line and column of the failing statement's start, for errors from a script.
+    public let line: Int?
+    public let column: Int?
+
+    /// An error as a backend reports it: its kind, and its own code.
+    public init(kind: Kind, code: BackendCode?, message: String, sql: String? = nil, line: Int? = nil, column: Int? = nil) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+        self.sql = sql.map(DatabaseError.shorten)
+        self.line = line
+        self.column = column
+    }
+
+    /// An error of a kind detected by Strata itself, before or outside the database.
+    public init(kind: Kind, message: String, sql: String? = nil) {
+        self.init(kind: kind, code: nil, message: message, sql: sql)
+    }
+
+    /// An error detected by Strata before the database ran anything (wrong arguments, nested transactions).
+    package static func misuse(_ message: String, sql: String? = nil) -> DatabaseError {
+        DatabaseError(kind: .misuse, message: message, sql: sql)
+    }
+
+    /// The same error, placed at a line and column of a script.
+    package func at(line: Int, column: Int) -> DatabaseError {
+        DatabaseError(kind: kind, code: code, message: message, sql: sql, line: line, column: column)
+    }
+
+    /// The same error with another message (the code and place kept).
+    package func with(message: String) -> DatabaseError {
+        DatabaseError(kind: kind, code: code, message: message, sql: sql, line: line, column: column)
+    }
+
+    /// What went wrong, in terms that do not depend on one database's result codes.
+    public enum Kind: String, Sendable, Equatable {
+        /// Another connection held a lock past the busy or lock timeout.
+        case busy
+        /// A constraint (UNIQUE, NOT NULL, CHECK, FOREIGN KEY) refused the change.
+        case constraint
+        /// The database or its file is read-only.
+        case readOnly
+        /// The disk (or the database's size limit) is full.
+        case diskFull
+        /// The SQL is wrong: syntax, a missing table or column.
+        case syntax
+        /// The API was used wrongly (wrong arguments, a closed connection, nested transactions).
+        case misuse
+        /// A value did not fit where it was to go (type, range, size).
+        case conversion
+        /// The database could not be opened or read.
+        case cannotOpen
+        /// Refused by an authorization rule (what a migration may do).
+        case authorization
+        /// An I/O error, corruption, or anything else.
+        case other
+    }
+
+    public var description: String {
+        var text = code.map { "\($0.backend) error \($0.value) (\($0.name))" } ?? "error (\(kind.rawValue))"
+        if let line, let column { text += " at line \(line), column \(column)" }
+        text += ": \(message)"
+        if let sql { text += " — in: \(sql)" }
+        return text
+    }
+
+    static func shorten(_ sql: String) -> String {
+        let flat = sql.split(whereSeparator: \.isNewline).joined(separator: " ")
+            .trimmingCharacters(in: .whitespaces)
+        return flat.truncated(to: 200)
+    }
+}
+
+extension String {
+    /// At most `limit` characters: a longer text keeps its start and ends in "...", for error messages.
+    package func truncated(to limit: Int) -> String {
+        count > limit ? String(prefix(limit - 3)) + "..." : self
+    }
+}
+
+
+/// A database's own code for a failure: which database, the code as it writes it, and its name for it.
+public struct BackendCode: Sendable, Equatable, CustomStringConvertible {
+    /// The database that reported it ("SQLite", "PostgreSQL").
+    public let backend: String
+    /// The code as the database writes it: SQLite's extended result code ("2067"), a SQLSTATE ("23505").
+    public let value: String
+    /// The database's name for the code ("constraint failed").
+    public let name: String
+
+    public init(backend: String, value: String, name: String) {
+        self.backend = backend
+        self.value = value
+        self.name = name
+    }
+
+    public var description: String { "\(backend) \(value) (\(name))" }
+}

@@ -1,0 +1,70 @@
+/// The values bound to a statement's parameters: positional (`?`, `?NNN`) or named (`:name`, `@name`, `$name`).
+///
+/// ```swift
+/// try db.execute("INSERT INTO authors (name, born) VALUES (?, ?)", ["Ursula K. Le Guin", 1929])
+/// try db.execute("UPDATE authors SET born = :born WHERE name = :name", ["name": "Jane Austen", "born": 1775])
+/// ```
+public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    case positional([DatabaseValue])
+    /// Keys may be written with or without their `:`, `@` or `$` prefix.
+    case named([String: DatabaseValue])
+    /// Arguments holding a value SQLite cannot store as given (an unsigned integer above `Int64.max`); binding
+    /// them throws this error, so nothing runs with a changed value.
+    case unrepresentable(DatabaseError)
+
+    public static let none = StatementArguments.positional([])
+
+    public init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
+        self.init(positional: elements)
+    }
+
+    public init(dictionaryLiteral elements: (String, (any DatabaseValueConvertible)?)...) {
+        self.init(named: elements.map { ($0.0, $0.1) })
+    }
+
+    public init(_ values: [any DatabaseValueConvertible]) {
+        self.init(positional: values)
+    }
+
+    private init(positional values: [(any DatabaseValueConvertible)?]) {
+        var converted: [DatabaseValue] = []
+        converted.reserveCapacity(values.count)
+        for (offset, value) in values.enumerated() {
+            guard let value else { converted.append(.null); continue }
+            switch checkedDatabaseValue(value) {
+            case .success(let bound): converted.append(bound)
+            case .failure(let error):
+                self = .unrepresentable(error.with(message: "argument \(offset + 1): \(error.message)"))
+                return
+            }
+        }
+        self = .positional(converted)
+    }
+
+    private init(named values: [(String, (any DatabaseValueConvertible)?)]) {
+        var converted: [String: DatabaseValue] = [:]
+        for (key, value) in values {
+            guard let value else { converted[Self.bareName(key)] = .null; continue }
+            switch checkedDatabaseValue(value) {
+            case .success(let bound): converted[Self.bareName(key)] = bound
+            case .failure(let error):
+                self = .unrepresentable(error.with(message: "argument :\(Self.bareName(key)): \(error.message)"))
+                return
+            }
+        }
+        self = .named(converted)
+    }
+
+    public init(_ values: [DatabaseValue]) {
+        self = .positional(values)
+    }
+
+    public init(_ values: [String: any DatabaseValueConvertible]) {
+        self.init(named: values.map { ($0.key, $0.value) })
+    }
+
+    package static func bareName(_ name: String) -> String {
+        guard let first = name.first, first == ":" || first == "@" || first == "$" else { return name }
+        return String(name.dropFirst())
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import StrataCore
+
+/// Reads and writes `strata_history`. All SQL about the history table lives here, and names it `main.strata_history`:
+/// a bare name would resolve to a `temp` table of that name first.
+struct HistoryStore: HistoryStorage {
+    static let table = "strata_history"
+
+    let database: Database
+
+    /// The schema; documented in the README.
+    static let createSQL = """
+        CREATE TABLE IF NOT EXISTS main.strata_history (
+            kind             TEXT    NOT NULL CHECK (kind IN ('migration', 'seed')),
+            identity         TEXT    NOT NULL,
+            checksum         TEXT    NOT NULL,
+            checksum_version INTEGER NOT NULL,
+            applied_at       TEXT    NOT NULL,
+            duration_ms      INTEGER,
+            row_count        INTEGER,
+            state            TEXT    NOT NULL CHECK (state IN ('applied', 'baseline', 'running', 'failed', 'deleted')),
+            tool_version     TEXT    NOT NULL,
+            applied_sql      TEXT,
+            runner           TEXT,
+            error            TEXT,
+            PRIMARY KEY (kind, identity)
+        )
+        """
+
+    func exists() throws -> Bool {
+        try database.tableExists(Self.table)
+    }
+
+    /// Creates the table when absent; safe to race with other processes.
+    func create() throws {
+        try database.execute(Self.createSQL)
+    }
+
+    /// Every record, or none when the table does not exist yet (reading never creates it).
+    func all() throws -> [HistoryRecord] {
+        guard try exists() else { return [] }
+        return try database.query("SELECT * FROM main.strata_history ORDER BY applied_at, rowid").all().map(Self.record)
+    }
+
+    func record(kind: StepKind, identity: String) throws -> HistoryRecord? {
+        guard try exists() else { return nil }
+        return try database.query("SELECT * FROM main.strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
+            .next().map(Self.record)
+    }
+
+    /// Inserts or replaces the record of one step.
+    func write(_ record: HistoryRecord) throws {
+        try database.execute("""
+            INSERT INTO main.strata_history (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count,
+                                        state, tool_version, applied_sql, runner, error)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (kind, identity) DO UPDATE SET
+                checksum = excluded.checksum, checksum_version = excluded.checksum_version,
+                applied_at = excluded.applied_at, duration_ms = excluded.duration_ms, row_count = excluded.row_count,
+                state = excluded.state, tool_version = excluded.tool_version, applied_sql = excluded.applied_sql,
+                runner = excluded.runner, error = excluded.error
+            """, [record.kind.rawValue, record.identity, record.checksum, record.checksumVersion, record.appliedAt,
+                  record.durationMs, record.rowCount, record.state.rawValue, record.toolVersion, record.appliedSQL,
+                  record.runner, record.error])
+    }
+
+    func delete(kind: StepKind, identity: String) throws {
+        try database.execute("DELETE FROM main.strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
+    }
+
+    private static func record(_ row: Row) throws -> HistoryRecord {
+        HistoryRecord(
+            kind: StepKind(rawValue: try row.get("kind")) ?? .migration,
+            identity: try row.get("identity"), checksum: try row.get("checksum"),
+            checksumVersion: try row.get("checksum_version"), appliedAt: try row.get("applied_at"),
+            durationMs: try row.get("duration_ms"), rowCount: try row.get("row_count"),
+            state: HistoryRecord.State(rawValue: try row.get("state")) ?? .failed,
+            toolVersion: try row.get("tool_version"), appliedSQL: try row.get("applied_sql"),
+            runner: try row.get("runner"), error: try row.get("error"))
+    }
+
+}

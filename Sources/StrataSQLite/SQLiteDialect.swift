@@ -1,0 +1,22 @@
+import StrataCore
+
+/// SQLite's SQL: `?` placeholders, its parameter limit, type affinity, and its script splitter (`SQLScanner`, the
+/// rules of `sqlite3_complete`) with the migration rules `SQLLint` checks ahead of time.
+public struct SQLiteDialect: SQLDialect {
+    public init() {}
+
+    public var name: String { "SQLite" }
+
+    public func placeholder(_ index: Int) -> String { "?" }
+
+    /// SQLite's compiled-in `SQLITE_MAX_VARIABLE_NUMBER` (32,766 since 3.32); a connection may lower it.
+    public var maximumParameters: Int { 32_766 }
+
+    public func affinity(ofDeclaredType declaredType: String) -> Affinity {
+        Affinity(sqliteDeclaredType: declaredType)
+    }
+
+    public func lint(_ bytes: [UInt8], insideTransaction: Bool) -> [LintFinding] {
+        SQLLint.findings(in: bytes, insideTransaction: insideTransaction)
+    }
+}

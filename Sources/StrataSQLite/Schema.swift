@@ -1,0 +1,120 @@
+import CSQLite
+import StrataCore
+
+extension Affinity {
+    /// SQLite's type affinity of a declared column type (the rules of "Datatypes In SQLite", section 3.1).
+    public init(sqliteDeclaredType declaredType: String) {
+        let type = declaredType.uppercased()
+        if type.contains("INT") { self = .integer }
+        else if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { self = .text }
+        else if type.contains("BLOB") || type.isEmpty { self = .blob }
+        else if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { self = .real }
+        else { self = .numeric }
+    }
+}
+
+/// An entry of `sqlite_schema`.
+public struct SchemaObject: Sendable, Equatable {
+    public let type: String
+    public let name: String
+    public let table: String
+    public let sql: String
+}
+
+extension Database {
+    /// True when a table (or view) of that name exists in the main schema.
+    public func tableExists(_ name: String) throws -> Bool {
+        try scalar("SELECT count(*) FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
+                   [name], as: Int.self) ?? 0 > 0
+    }
+
+    /// The columns of a table in declaration order; empty when there is no such table.
+    public func columns(in table: String) throws -> [ColumnInfo] {
+        try query("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)", [table]).all().map { row in
+            let declaredType: String = try row.get(1)
+            return ColumnInfo(name: try row.get(0), declaredType: declaredType,
+                              affinity: Affinity(sqliteDeclaredType: declaredType), isNotNull: try row.get(2),
+                              defaultSQL: try row.get(3), primaryKeyPosition: try row.get(4))
+        }
+    }
+
+    /// True when the table's `CREATE TABLE` declares a conflict clause on a constraint (`UNIQUE ON CONFLICT
+    /// REPLACE`, `PRIMARY KEY ON CONFLICT IGNORE`, `NOT NULL ON CONFLICT …`). A statement without its own conflict
+    /// resolution takes the constraint's: REPLACE deletes the conflicting row (firing ON DELETE actions in other
+    /// tables), IGNORE drops the new row without an error. Writers that must not do either state `OR ABORT` on
+    /// such tables. Read from the statement's tokens (strings, quoted names and comments are not words), in the
+    /// main and temp schemas; a name that merely contains the word `conflict` counts too, which errs on the safe side.
+    public func declaresConflictClause(_ table: String) throws -> Bool {
+        let statements: [String] = try query("""
+            SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE AND sql IS NOT NULL
+            UNION ALL
+            SELECT sql FROM sqlite_temp_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE AND sql IS NOT NULL
+            """, [table]).all().map { try $0.get(0) }
+        return statements.contains(where: Self.mentionsConflictKeyword)
+    }
+
+    /// True when `sql` holds the keyword CONFLICT (any case) outside strings, quoted identifiers and comments.
+    static func mentionsConflictKeyword(_ sql: String) -> Bool {
+        Array(sql.utf8).withUnsafeBufferPointer { text in
+            var finder = KeywordFinder(text: text, keyword: Array("conflict".utf8))
+            var scanner = SQLScanner()
+            var index = 0
+            while index < text.count { _ = scanner.nextStatement(in: text, base: 0, index: &index, tokens: &finder) }
+            _ = scanner.finish(at: text.count, tokens: &finder)
+            return finder.found
+        }
+    }
+
+    /// The name of a column's collating sequence (`BINARY`, `NOCASE`, …), or nil when there is no such column.
+    func collation(of column: String, in table: String) throws -> String? {
+        var collation: UnsafePointer<CChar>?
+        let code = sqlite3_table_column_metadata(handle, nil, table, column, nil, &collation, nil, nil, nil)
+        guard code == SQLITE_OK else { return nil }
+        return collation.map { String(cString: $0) }
+    }
+
+    /// Rows that break a foreign key, as `PRAGMA foreign_key_check` reports them.
+    public func foreignKeyViolations() throws -> [ForeignKeyViolation] {
+        try query("PRAGMA foreign_key_check").all().map { row in
+            ForeignKeyViolation(table: try row.get(0), rowid: try row.get(1), parent: try row.get(2),
+                                constraint: try row.get(3))
+        }
+    }
+
+    /// The user schema (tables, indexes, views, triggers) in a stable order: by type, then name.
+    public func schemaObjects() throws -> [SchemaObject] {
+        try query("""
+            SELECT type, name, tbl_name, sql FROM sqlite_schema
+            WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+            ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, name
+            """).all().map { row in
+            SchemaObject(type: try row.get(0), name: try row.get(1), table: try row.get(2), sql: try row.get(3))
+        }
+    }
+}
+
+extension Database {
+    /// The schema as SQL text in a stable order (tables, indexes, views, triggers, each by name), one statement
+    /// per object, so two databases can be compared with `diff`. Tables named in `excluding` are left out.
+    public func canonicalSchema(excluding excluded: Set<String> = []) throws -> String {
+        try schemaObjects()
+            .filter { !excluded.contains($0.name) && !excluded.contains($0.table) }
+            .map { $0.sql + ";\n" }
+            .joined(separator: "\n")
+    }
+}
+
+/// Notes whether a bare word equal to a lower-case ASCII keyword (ASCII case folded) goes by.
+private struct KeywordFinder: SQLTokenSink {
+    let text: UnsafeBufferPointer<UInt8>
+    let keyword: [UInt8]
+    var found = false
+
+    mutating func word(from start: Int, to end: Int) {
+        guard !found, end - start == keyword.count else { return }
+        found = zip(text[start..<end], keyword).allSatisfy { ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }
+    }
+
+    mutating func quoted(_ quote: UInt8, from start: Int, to end: Int) {}
+    mutating func punctuation(_ byte: UInt8, at offset: Int) {}
+}
