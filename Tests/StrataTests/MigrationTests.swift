@@ -7,52 +7,56 @@ import Strata
 
 final class MigrationTests: XCTestCase {
     func testAppliesEachFileOnceInNaturalOrderAndRecordsHistory() throws {
-        let project = try Project(self, files: [
-            "sql/10_c.sql": "INSERT INTO log VALUES ('10');",
-            "sql/2_b.sql": "INSERT INTO log VALUES ('2');",
-            "sql/1_a.sql": "CREATE TABLE log (step TEXT);",
-        ])
-        let migrator = try project.migrator()
-        let report = try migrator.migrate()
-        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql", "2_b.sql", "10_c.sql"])
-        XCTAssertNil(report.failure)
-        XCTAssertEqual(try migrator.migrate().applied, [], "a second run applies nothing")
-        let db = try project.database()
-        XCTAssertEqual(try db.query("SELECT step FROM log ORDER BY rowid").all().map { $0[0] }, [.text("2"), .text("10")])
-        let history = try db.query("SELECT * FROM strata_history WHERE identity = '1_a.sql'").all()
-        XCTAssertEqual(history.count, 1)
-        let row = history[0]
-        XCTAssertEqual(try row.get("kind", as: String.self), "migration")
-        XCTAssertEqual(try row.get("state", as: String.self), "applied")
-        XCTAssertEqual(try row.get("checksum_version", as: Int.self), Checksum.algorithmVersion)
-        XCTAssertEqual(try row.get("tool_version", as: String.self), Strata.version)
-        XCTAssertEqual(try row.get("applied_sql", as: String.self), "CREATE TABLE log (step TEXT);")
-        XCTAssertEqual(try row.get("checksum", as: String.self).count, 64)
-        XCTAssertNotNil(ISO8601.parse(try row.get("applied_at", as: String.self)))
-        XCTAssertNotNil(try row.get("duration_ms", as: Int?.self))
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: [
+                "sql/10_c.sql": "INSERT INTO log SELECT count(*) + 1, '10' FROM log;",
+                "sql/2_b.sql": "INSERT INTO log SELECT count(*) + 1, '2' FROM log;",
+                "sql/1_a.sql": "CREATE TABLE log (position INTEGER, step TEXT);",
+            ])
+            let migrator = try project.migrator()
+            let report = try migrator.migrate()
+            XCTAssertEqual(report.applied.map(\.id), ["1_a.sql", "2_b.sql", "10_c.sql"])
+            XCTAssertNil(report.failure)
+            XCTAssertEqual(try migrator.migrate().applied, [], "a second run applies nothing")
+            let db = try project.connection()
+            XCTAssertEqual(try db.rows("SELECT step FROM log ORDER BY position").map { $0[0] }, [.text("2"), .text("10")])
+            let history = try db.rows("SELECT * FROM strata_history WHERE identity = '1_a.sql'")
+            XCTAssertEqual(history.count, 1)
+            let row = try XCTUnwrap(history.first)
+            XCTAssertEqual(try row.get("kind", as: String.self), "migration")
+            XCTAssertEqual(try row.get("state", as: String.self), "applied")
+            XCTAssertEqual(try row.get("checksum_version", as: Int.self), Checksum.algorithmVersion)
+            XCTAssertEqual(try row.get("tool_version", as: String.self), Strata.version)
+            XCTAssertEqual(try row.get("applied_sql", as: String.self), "CREATE TABLE log (position INTEGER, step TEXT);")
+            XCTAssertEqual(try row.get("checksum", as: String.self).count, 64)
+            XCTAssertNotNil(ISO8601.parse(try row.get("applied_at", as: String.self)))
+            XCTAssertNotNil(try row.get("duration_ms", as: Int?.self))
+        }
     }
 
     func testFailureInThirdStatementLeavesThatFileWithoutTrace() throws {
-        let project = try Project(self, files: [
-            "sql/1_ok.sql": "CREATE TABLE a (x); INSERT INTO a VALUES (1);",
-            "sql/2_bad.sql": "CREATE TABLE b (y);\nINSERT INTO a VALUES (2);\n  INSERT INTO missing VALUES (3);\nCREATE TABLE c (z);",
-            "sql/3_after.sql": "CREATE TABLE d (w);",
-        ])
-        let migrator = try project.migrator()
-        let report = try migrator.migrate()
-        XCTAssertEqual(report.applied.map(\.id), ["1_ok.sql"])
-        let failure = try XCTUnwrap(report.failure)
-        XCTAssertEqual(failure.id, "2_bad.sql")
-        XCTAssertEqual(failure.line, 3)
-        XCTAssertEqual(failure.column, 3)
-        XCTAssertTrue(failure.message.contains("no such table: missing"), failure.message)
-        XCTAssertTrue(failure.description.hasSuffix("sql/2_bad.sql:3:3: no such table: missing"), failure.description)
-        let db = try project.database()
-        XCTAssertFalse(try db.tableExists("b"), "schema as before the file")
-        XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), 1, "data as before the file")
-        XCTAssertFalse(try db.tableExists("d"), "nothing after the failure ran")
-        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
-        XCTAssertEqual(try migrator.status().map(\.state), [.applied, .pending, .pending])
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: [
+                "sql/1_ok.sql": "CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);",
+                "sql/2_bad.sql": "CREATE TABLE b (y INTEGER);\nINSERT INTO a VALUES (2);\n  INSERT INTO missing VALUES (3);\nCREATE TABLE c (z INTEGER);",
+                "sql/3_after.sql": "CREATE TABLE d (w INTEGER);",
+            ])
+            let migrator = try project.migrator()
+            let report = try migrator.migrate()
+            XCTAssertEqual(report.applied.map(\.id), ["1_ok.sql"])
+            let failure = try XCTUnwrap(report.failure)
+            XCTAssertEqual(failure.id, "2_bad.sql")
+            XCTAssertEqual(failure.line, 3)
+            XCTAssertEqual(failure.column, 3)
+            XCTAssertTrue(failure.message.contains(backend.noSuchTable("missing")), failure.message)
+            XCTAssertTrue(failure.description.hasSuffix("sql/2_bad.sql:3:3: " + failure.message), failure.description)
+            let db = try project.connection()
+            XCTAssertFalse(try db.tableExists("b"), "schema as before the file")
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), 1, "data as before the file")
+            XCTAssertFalse(try db.tableExists("d"), "nothing after the failure ran")
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
+            XCTAssertEqual(try migrator.status().map(\.state), [.applied, .pending, .pending])
+        }
     }
 
     func testCRLFAndBOMEditsAreNotDriftButAChangedCharacterIs() throws {

@@ -78,16 +78,22 @@ func runStrata(_ arguments: [String], in directory: URL) throws -> CommandResult
                          stderr: String(decoding: stderr, as: UTF8.self))
 }
 
-/// A throwaway project: a manifest at `manifest.xml` with `sql/` and `csv/` beside it.
+/// A throwaway project: a manifest at `manifest.xml` with `sql/` and `csv/` beside it, and a database on one backend.
+/// A manifest given in full names its own `<database>`; `backend.databaseElement(root)` is the element to use.
 struct Project {
     let root: URL
+    let backend: TestBackend
     var manifestPath: String { root.appendingPathComponent("manifest.xml").path }
+    /// The SQLite database file (for SQLite-only tests).
     var databasePath: String { root.appendingPathComponent("db.sqlite").path }
+    /// The `--database` value naming this project's database.
+    var location: String { backend.location(root) }
 
-    init(_ test: XCTestCase, manifest: String? = nil, files: [String: String]) throws {
+    init(_ test: XCTestCase, backend: TestBackend = .sqlite, manifest: String? = nil, files: [String: String]) throws {
         root = try makeTemporaryDirectory(test)
+        self.backend = backend
         try FileManager.default.createDirectory(at: root.appendingPathComponent("sql"), withIntermediateDirectories: true)
-        try write(manifest ?? #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/></manifest>"#,
+        try write(manifest ?? #"<manifest version="1">\#(backend.databaseElement(root))<migrations directory="sql"/></manifest>"#,
                   to: root.appendingPathComponent("manifest.xml"))
         for (path, text) in files { try write(text, to: root.appendingPathComponent(path)) }
     }
@@ -98,11 +104,27 @@ struct Project {
 
     func manifest() throws -> Manifest { try Manifest.load(path: manifestPath) }
 
-    func migrator(configuration: Database.Configuration = .init()) throws -> Migrator {
+    func migrator(configuration: Database.Configuration) throws -> Migrator {
         Migrator(manifest: try manifest(), database: try Database(path: databasePath, configuration: configuration))
     }
 
+    /// A migrator on the project's backend, waiting up to `timeout` for another runner's lock.
+    func migrator(timeout: Duration = .seconds(5)) throws -> Migrator {
+        Migrator(manifest: try manifest(), database: try connection(timeout: timeout))
+    }
+
+    /// The SQLite database (for SQLite-only tests).
     func database() throws -> Database { try Database(path: databasePath) }
+
+    /// A new connection to the project's database on its backend.
+    func connection(timeout: Duration = .seconds(5)) throws -> any MigrationDatabase {
+        try backend.open(root, timeout)
+    }
+
+    /// Runs `strata` with the project's manifest, pointed at its database on its backend.
+    func strataOnBackend(_ arguments: [String]) throws -> CommandResult {
+        try runStrata(arguments + ["--manifest", manifestPath, "--database", location], in: root)
+    }
 
     func strata(_ arguments: [String]) throws -> CommandResult {
         try runStrata(arguments + ["--manifest", manifestPath], in: root)

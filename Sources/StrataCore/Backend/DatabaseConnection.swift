@@ -40,9 +40,19 @@ public protocol DatabaseConnection: AnyObject {
 }
 
 extension DatabaseConnection {
+    /// Runs one statement without arguments.
+    public func execute(_ sql: String) throws {
+        try execute(sql, .none)
+    }
+
+    /// Every row of one query without arguments.
+    public func rows(_ sql: String) throws -> [Row] {
+        try rows(sql, .none)
+    }
+
     /// The first column of the first row as `T`, or nil when there is no row or the value is NULL.
-    public func firstValue<T: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments = .none,
-                                                        as type: T.Type = T.self) throws -> T? {
+    public func scalar<T: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments = .none,
+                                                    as type: T.Type = T.self) throws -> T? {
         guard let row = try rows(sql, arguments).first, row.count > 0 else { return nil }
         return try row.get(0, as: T?.self)
     }

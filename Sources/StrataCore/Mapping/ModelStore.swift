@@ -143,12 +143,12 @@ public final class ModelStore {
 
     public func count<T>(_ type: T.Type) throws -> Int {
         let layout = try layout(of: T.self)
-        return try database.firstValue("SELECT count(*) FROM \(quoteIdentifier(layout.table))", as: Int.self) ?? 0
+        return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table))", as: Int.self) ?? 0
     }
 
     public func count<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments = .none) throws -> Int {
         let layout = try layout(of: T.self)
-        return try database.firstValue("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(condition)",
+        return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(condition)",
                                    arguments, as: Int.self) ?? 0
     }
 
@@ -214,7 +214,7 @@ public final class ModelStore {
     @discardableResult
     public func deleteAll<T>(_ type: T.Type) throws -> Int {
         let layout = try layout(of: T.self)
-        try database.execute("DELETE FROM \(quoteIdentifier(layout.table))", .none)
+        try database.execute("DELETE FROM \(quoteIdentifier(layout.table))")
         return database.changes
     }
 
@@ -332,7 +332,7 @@ public final class ModelStore {
         }
         if sets.isEmpty {
             // Only key columns: "updating" means the row exists.
-            return try database.firstValue("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(keys.joined(separator: " AND "))",
+            return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(keys.joined(separator: " AND "))",
                                        .positional(keyValues), as: Int.self) ?? 0 > 0
         }
         try database.execute("UPDATE\(Self.orAbort(layout)) \(quoteIdentifier(layout.table)) SET \(sets.joined(separator: ", ")) WHERE \(keys.joined(separator: " AND "))",

@@ -1,0 +1,73 @@
+import Foundation
+import Strata
+@testable import StrataCore
+@testable import StrataSQLite
+import XCTest
+
+/// A database backend the conformance suite runs against: how a test project names its database, how the
+/// command is pointed at it, and how a test opens it. Tests written with `forEachBackend` run once per backend this
+/// machine can run; behaviour only one backend has (PRAGMAs, WAL, `VACUUM`) is tested in that backend's own files.
+struct TestBackend: Sendable, CustomStringConvertible {
+    enum Kind: Sendable { case sqlite }
+
+    let kind: Kind
+    /// The manifest's `<database …/>` element for a project rooted at a directory.
+    let databaseElement: @Sendable (_ root: URL) -> String
+    /// The `--database` value naming a project's database.
+    let location: @Sendable (_ root: URL) -> String
+    /// Opens a project's database (an empty one the first time), waiting up to `timeout` for another
+    /// connection's lock.
+    let open: @Sendable (_ root: URL, _ timeout: Duration) throws -> any MigrationDatabase
+
+    /// The database's message for a table that does not exist, as a failure's message contains it.
+    func noSuchTable(_ name: String) -> String {
+        switch kind {
+        case .sqlite: "no such table: \(name)"
+        }
+    }
+
+    var description: String {
+        switch kind {
+        case .sqlite: "SQLite"
+        }
+    }
+
+    static let sqlite = TestBackend(
+        kind: .sqlite,
+        databaseElement: { _ in #"<database path="db.sqlite"/>"# },
+        location: { $0.appendingPathComponent("db.sqlite").path },
+        open: { root, timeout in
+            try Database(path: root.appendingPathComponent("db.sqlite").path,
+                         configuration: Database.Configuration(busyTimeout: timeout))
+        })
+
+    /// Every backend this machine can run, the embedded default first.
+    static var available: [TestBackend] { [.sqlite] }
+}
+
+extension XCTestCase {
+    /// Runs `body` once for each available backend. A thrown error names the backend it happened on, and so does
+    /// one more failure recorded after any assertion that failed on it.
+    func forEachBackend(file: StaticString = #filePath, line: UInt = #line, _ body: (TestBackend) throws -> Void) throws {
+        for backend in TestBackend.available {
+            let failuresBefore = testRun?.totalFailureCount ?? 0
+            do {
+                try body(backend)
+            } catch let skip as XCTSkip {
+                throw skip
+            } catch {
+                throw BackendFailure(backend: backend, error: error)
+            }
+            if (testRun?.totalFailureCount ?? 0) > failuresBefore {
+                XCTFail("the failures above happened on \(backend)", file: file, line: line)
+            }
+        }
+    }
+}
+
+/// An error thrown by a conformance test, with the backend it was thrown on.
+struct BackendFailure: Error, CustomStringConvertible {
+    let backend: TestBackend
+    let error: any Error
+    var description: String { "on \(backend): \(error)" }
+}
