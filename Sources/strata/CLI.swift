@@ -100,6 +100,9 @@ enum CLI {
         } catch let error as UsageError {
             printError("strata \(spec.name): \(error)\nUsage: \(spec.usage)")
             return ExitCode.usage
+        } catch let error as DatabaseLocationError {
+            printError("strata \(spec.name): \(error)\nUsage: \(spec.usage)")
+            return ExitCode.usage
         } catch let error as ManifestError {
             // An invalid manifest stops every command before it touches the database.
             output?.object(["command": .string(spec.name), "error": "invalid-manifest",

@@ -32,112 +32,10 @@ struct Commands {
         return manifest
     }
 
-    /// The database's path, and whether a database file is there. Refuses (exit 2) a path at which SQLite keeps
-    /// no file: a migrate would report success and keep nothing.
-    private func resolveDatabase(_ manifest: Manifest?) throws -> (path: String, exists: Bool) {
-        if let path = invocation.value("database") {
-            // SQLite opens "" as a temporary database and ":memory:" in memory, both gone at exit (an unset
-            // variable in a deploy script gives "").
-            if path.isEmpty || path == ":memory:" {
-                throw UsageError("--database '\(path)' names no database file: SQLite would use a \(path.isEmpty ? "temporary" : "in-memory") database deleted at exit; give the path of a file")
-            }
-            try refuseURIParameters(path)
-            return (path, try databaseFileExists(path))
-        }
-        if let path = manifest?.databasePath.map(displayPath) {
-            try refuseURIParameters(path)
-            return (path, try databaseFileExists(path))
-        }
-        throw MigrationError.noDatabase
-    }
-
-    /// How messages name the database: as the option or the manifest gave it.
-    private func databaseName(_ path: String) -> String {
-        invocation.value("database") == nil ? "<database path=\"\(path)\">" : "--database '\(path)'"
-    }
-
-    /// Whether SQLite finds a database file at `path`, asked of SQLite itself: it reads `file:` URIs, so
-    /// `file::memory:`, `file:x.db?mode=memory` and `?vfs=memdb` open databases no file holds, and `file:x.db` is
-    /// x.db. A read-only open creates nothing; one whose main database has no file on disk is refused.
-    private func databaseFileExists(_ path: String) throws -> Bool {
-        let probe: Database
-        do {
-            probe = try Database(path: path, configuration: Database.Configuration(readOnly: true, foreignKeys: false))
-        } catch let error as DatabaseError where error.kind == .cannotOpen {
-            // No database there yet; or a file that cannot be read, which the command's own open reports.
-            return FileManager.default.fileExists(atPath: path)
-        }
-        defer { probe.close() }
-        try refuseWithoutFile(probe, path)
-        return true
-    }
-
-    /// Refuses a connection whose main database is no file on disk (in memory, temporary), or is read through
-    /// another VFS than SQLite's default (`memdb` keeps nothing, `unix-none` takes no locks).
-    private func refuseWithoutFile(_ database: Database, _ path: String) throws {
-        guard let file = database.path, FileManager.default.fileExists(atPath: file) else {
-            throw UsageError("\(databaseName(path)) names no database file: SQLite opens it as a database that no file holds (in memory or temporary), deleted at exit; give the path of a file")
-        }
-        guard let vfs = database.vfsName, vfs == Database.defaultVFSName else {
-            throw UsageError("\(databaseName(path)) names no database file SQLite opens as usual: it is read through the VFS '\(database.vfsName ?? "?")', not '\(Database.defaultVFSName ?? "?")', so what is written may not be kept or locked; give the path of a file")
-        }
-    }
-
-    /// The query parameters of a `file:` URI other than those SQLite opens the file as usual with: `mode=ro` and
-    /// `cache` (`mode=rw`/`rwc` conflict with the read-only look Strata takes first, so they are refused too). Any other (`vfs`, `mode=memory`, `nolock`, `immutable`, a VFS's own) changes how SQLite opens,
-    /// locks or reads the file: a migrate could report steps applied and keep nothing, or run without the lock
-    /// that keeps concurrent deployers apart. Read as SQLite reads a URI: `%HH` decoded, `#` ends it.
-    static func uriParametersChangingTheOpen(_ path: String) -> [String] {
-        guard path.hasPrefix("file:") else { return [] }
-        var bytes = Array(path.utf8.dropFirst(5))
-        if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) { bytes.removeSubrange(hash...) }
-        guard let question = bytes.firstIndex(of: UInt8(ascii: "?")) else { return [] }
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        // `%HH` is the byte HH; `%00` ends the name or value it is in, as SQLite drops the rest.
-        func decoded(_ part: ArraySlice<UInt8>) -> String {
-            var out: [UInt8] = []
-            var index = part.startIndex
-            while index < part.endIndex {
-                if part[index] == UInt8(ascii: "%"), index + 2 < part.endIndex,
-                   let high = hex(part[index + 1]), let low = hex(part[index + 2]) {
-                    let byte = high << 4 | low
-                    if byte == 0 { break }
-                    out.append(byte)
-                    index += 3
-                } else {
-                    out.append(part[index])
-                    index += 1
-                }
-            }
-            return String(decoding: out, as: UTF8.self)
-        }
-        var refused: [String] = []
-        for pair in bytes[(question + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-            let key = decoded(pair[..<equals])
-            let value = equals < pair.endIndex ? decoded(pair[(equals + 1)...]) : ""
-            switch key {
-            case "mode" where value == "ro", "cache":
-                continue
-            default:
-                refused.append(equals < pair.endIndex ? "\(key)=\(value)" : key)
-            }
-        }
-        return refused
-    }
-
-    /// Refuses (exit 2) a `file:` URI whose parameters change how SQLite opens the file, before it is opened.
-    private func refuseURIParameters(_ path: String) throws {
-        let refused = Self.uriParametersChangingTheOpen(path)
-        guard !refused.isEmpty else { return }
-        throw UsageError("\(databaseName(path)) names no database file SQLite opens as usual: \(refused.joined(separator: ", ")) changes how SQLite opens, locks or reads it (in memory, another VFS, no locking, or assumed never to change), so a run could keep nothing or run unlocked; give the path of a file (a file: URI may carry only mode=ro and cache)")
+    /// The database `--database` or the manifest names, checked by its backend (exit 2 for a name at which no
+    /// durable database would be kept).
+    private func target(_ manifest: Manifest?) throws -> any DatabaseTarget {
+        try DatabaseTargets.target(option: invocation.value("database"), manifest: manifest)
     }
 
     private var timeout: Duration {
@@ -148,20 +46,6 @@ struct Commands {
             }
             return .milliseconds(Int64(seconds * 1000))
         }
-    }
-
-    /// Opens the database for writing (creating the file when absent). What SQLite opened is checked again before
-    /// anything is written: a connection without a file is refused.
-    private func openForWriting(_ path: String) throws -> Database {
-        let database = try Database(path: path, configuration: Database.Configuration(busyTimeout: try timeout))
-        try refuseWithoutFile(database, path)
-        return database
-    }
-
-    /// Opens the database read-only; a file that does not exist yet reads as an empty database and is not created.
-    private func openForReading(_ database: (path: String, exists: Bool)) throws -> Database {
-        guard database.exists else { return try Database(.inMemory) }
-        return try Database(path: database.path, configuration: Database.Configuration(readOnly: true))
     }
 
     private var options: MigrationOptions {
@@ -175,7 +59,8 @@ struct Commands {
 
     private func validate() throws -> Int32 {
         let manifest = try self.manifest()
-        let migrator = Migrator(manifest: manifest, database: try Database(.inMemory))
+        // validate reads files only: the database is not opened, the lint follows the default dialect.
+        let migrator = Migrator(manifest: manifest, database: try DatabaseTargets.scratch())
         let problems = migrator.lint()
         let unchecked = migrator.lintWarnings()
         for warning in unchecked { output.log("warning: \(warning)") }
@@ -197,19 +82,19 @@ struct Commands {
 
     private func migrate(seedsOnly: Bool) throws -> Int32 {
         let manifest = try self.manifest()
-        let (path, exists) = try resolveDatabase(manifest)
+        let target = try target(manifest)
+        let path = target.name
         var options = try self.options
         options.includeMigrations = !seedsOnly
         let command = seedsOnly ? "seed" : "migrate"
         let signals = StopSignals(command: command)
         options.cancellation = signals.cancellation
-        if !exists {
-            // Refuse before opening for writing creates the file: an empty database reads the same as none.
-            let refusals = try Migrator(manifest: manifest, database: try Database(.inMemory)).refusals(options)
+        if !target.exists {
+            // Refuse before opening for writing creates the database: an empty one reads the same as none.
+            let refusals = try Migrator(manifest: manifest, database: try target.openForReading()).refusals(options)
             guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
         }
-        let database = try openForWriting(path)
-        let migrator = Migrator(manifest: manifest, database: database)
+        let migrator = Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout))
         var progress = ProgressLine(enabled: output.showsProgress)
         let idWidth = manifest.plan.map(\.id.count).max() ?? 0
         let report = try migrator.migrate(options) { event in
@@ -270,9 +155,9 @@ struct Commands {
 
     private func status() throws -> Int32 {
         let manifest = try self.manifest()
-        let database = try resolveDatabase(manifest)
-        let path = database.path
-        let statuses = try Migrator(manifest: manifest, database: try openForReading(database)).status(try options)
+        let target = try target(manifest)
+        let path = target.name
+        let statuses = try Migrator(manifest: manifest, database: try target.openForReading()).status(try options)
         let rows = statuses.map { status -> [String] in
             [status.kind.rawValue, status.id, status.state.rawValue, status.record?.appliedAt ?? "",
              status.record?.rowCount.map { "\(formatCount($0)) rows" } ?? ""]
@@ -289,9 +174,9 @@ struct Commands {
 
     private func plan() throws -> Int32 {
         let manifest = try self.manifest()
-        let database = try resolveDatabase(manifest)
-        let path = database.path
-        let plan = try Migrator(manifest: manifest, database: try openForReading(database)).plan(try options)
+        let target = try target(manifest)
+        let path = target.name
+        let plan = try Migrator(manifest: manifest, database: try target.openForReading()).plan(try options)
         // With --sql, each migration's text, read once for whichever output is printed.
         let sql: [String?] = plan.steps.map { step in
             guard invocation.has("sql"), case .migration(let migration) = step.step,
@@ -338,8 +223,10 @@ struct Commands {
     private func baseline() throws -> Int32 {
         guard let through = invocation.value("through") else { throw UsageError("--through FILE is required") }
         let manifest = try self.manifest()
-        let path = try resolveDatabase(manifest).path
-        let recorded = try Migrator(manifest: manifest, database: try openForWriting(path)).baseline(through: through, try options)
+        let target = try target(manifest)
+        let path = target.name
+        let recorded = try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout))
+            .baseline(through: through, try options)
         output.line(recorded.isEmpty ? "Nothing recorded: every step through \(through) is already recorded."
                     : "Recorded as applied without running: " + recorded.joined(separator: ", "))
         output.object(["command": "baseline", "database": .string(path), "recorded": .array(recorded.map(JSON.string))])
@@ -348,8 +235,9 @@ struct Commands {
 
     private func repair() throws -> Int32 {
         let manifest = try self.manifest()
-        let path = try resolveDatabase(manifest).path
-        let report = try Migrator(manifest: manifest, database: try openForWriting(path)).repair()
+        let target = try target(manifest)
+        let path = target.name
+        let report = try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout)).repair()
         if report.realigned.isEmpty && report.deleted.isEmpty { output.line("Nothing to repair.") }
         for id in report.realigned { output.line("  realigned  \(id): the recorded checksum now matches the file") }
         for id in report.deleted { output.line("  deleted    \(id): no longer in the manifest") }
@@ -367,8 +255,9 @@ struct Commands {
         default: throw UsageError("give exactly one of --applied or --rolled-back")
         }
         let manifest = try self.manifest()
-        let path = try resolveDatabase(manifest).path
-        try Migrator(manifest: manifest, database: try openForWriting(path)).resolve(id, as: resolution)
+        let target = try target(manifest)
+        let path = target.name
+        try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout)).resolve(id, as: resolution)
         output.line(resolution == .applied ? "\(id) recorded as applied." : "\(id) forgotten; the next migrate runs it again.")
         output.object(["command": "resolve", "database": .string(path), "id": .string(id), "resolution": .string(resolution.rawValue)])
         return ExitCode.success
@@ -383,14 +272,14 @@ struct Commands {
 
     private func schema() throws -> Int32 {
         let manifest = invocation.value("manifest") == nil ? nil : try self.manifest()
-        let database = try resolveDatabase(manifest)
-        let path = database.path
-        // Unlike status and plan, an empty schema is an answer here: printing it for a file that is not there
+        let target = try target(manifest)
+        let path = target.name
+        // Unlike status and plan, an empty schema is an answer here: printing it for a database that is not there
         // would let a review diff pass against a mistyped path.
-        guard database.exists else {
+        guard target.exists else {
             throw CommandFailure("\(path) does not exist; schema reads an existing database and creates none")
         }
-        let schema = try openForReading(database).canonicalSchema(excluding: ["strata_history"])
+        let schema = try target.schema()
         if !output.json && !output.quiet { StandardOutput.print(schema, terminator: "") }
         output.object(["command": "schema", "database": .string(path), "schema": .string(schema)])
         return ExitCode.success
@@ -398,9 +287,9 @@ struct Commands {
 
     private func check() throws -> Int32 {
         let manifest = try self.manifest()
-        let database = try resolveDatabase(manifest)
-        let path = database.path
-        let problems = try checkModels(of: manifest, in: try openForReading(database))
+        let target = try target(manifest)
+        let path = target.name
+        let problems = try checkModels(of: manifest, in: try target.openForReading())
         output.object(["command": "check", "database": .string(path), "models": .optional(manifest.models.count),
                        "problems": .array(problems.map(Self.json))])
         guard problems.isEmpty else {

@@ -1,0 +1,27 @@
+import Foundation
+
+/// Picks the backend for a database named on the command line or in a manifest: what a deploy script names with
+/// `--database`, a Swift program names here.
+public enum DatabaseTargets {
+    /// The database `option` (a `--database` value) names, else the manifest's `<database>`; throws
+    /// `MigrationError.noDatabase` when neither names one, and `DatabaseLocationError` for a name its backend refuses.
+    public static func target(option: String?, manifest: Manifest?) throws -> any DatabaseTarget {
+        if let option {
+            return try target(location: option, source: "--database '\(option)'")
+        }
+        if let path = manifest?.databasePath.map(displayPath) {
+            return try target(location: path, source: "<database path=\"\(path)\">")
+        }
+        throw MigrationError.noDatabase
+    }
+
+    /// The database at `location`; `source` is how refusals name it. Every location is a SQLite path today.
+    public static func target(location: String, source: String) throws -> any DatabaseTarget {
+        try SQLiteTarget(path: location, source: source)
+    }
+
+    /// An empty database of the default backend (SQLite, in memory), for checks that need a dialect but no data.
+    public static func scratch() throws -> any MigrationDatabase {
+        try Database(.inMemory)
+    }
+}

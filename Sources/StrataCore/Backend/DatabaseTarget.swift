@@ -1,0 +1,26 @@
+/// A database a command works on, as `--database` or the manifest's `<database>` names it, checked by its backend
+/// before anything is opened: a name at which no durable, locked database would be kept is refused with a
+/// `DatabaseLocationError`, since a run there could report steps applied and keep nothing.
+public protocol DatabaseTarget {
+    /// How output and JSON name the database (never with a password).
+    var name: String { get }
+    /// Whether the database exists already; commands that only read do not create it.
+    var exists: Bool { get }
+    /// Opens it for a run that writes, creating it when absent, waiting up to `timeout` for another runner's lock.
+    func openForWriting(timeout: Duration) throws -> any MigrationDatabase
+    /// Opens it read-only; a database that does not exist yet reads as an empty one and is not created.
+    func openForReading() throws -> any MigrationDatabase
+    /// The user schema as SQL text in a stable order, without Strata's own history table (for reviews and diffs).
+    func schema() throws -> String
+}
+
+/// A database name its backend refuses, with the reason and what to give instead.
+public struct DatabaseLocationError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}

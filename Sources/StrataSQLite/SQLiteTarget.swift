@@ -1,0 +1,131 @@
+import Foundation
+import StrataCore
+
+/// A SQLite database file named on the command line or in a manifest. Refuses names at which SQLite keeps no file
+/// or opens it unlike a file (in memory, temporary, another VFS, no locking): a migrate there could report steps
+/// applied and keep nothing, or run without the lock that keeps concurrent deployers apart.
+public struct SQLiteTarget: DatabaseTarget {
+    /// The path (or `file:` URI) as given.
+    public let path: String
+    /// How messages name it: `--database '…'` or `<database path="…">`.
+    public let source: String
+    public let exists: Bool
+
+    /// Checks `path` without creating anything; `source` is how refusals name it.
+    public init(path: String, source: String) throws {
+        // SQLite opens "" as a temporary database and ":memory:" in memory, both gone at exit (an unset variable in
+        // a deploy script gives "").
+        if path.isEmpty || path == ":memory:" {
+            throw DatabaseLocationError("\(source) names no database file: SQLite would use a \(path.isEmpty ? "temporary" : "in-memory") database deleted at exit; give the path of a file")
+        }
+        try Self.refuseURIParameters(path, source: source)
+        self.path = path
+        self.source = source
+        exists = try Self.databaseFileExists(path, source: source)
+    }
+
+    public var name: String { path }
+
+    /// Opens the database for writing (creating the file when absent). What SQLite opened is checked again before
+    /// anything is written: a connection without a file is refused.
+    public func openForWriting(timeout: Duration) throws -> any MigrationDatabase {
+        let database = try Database(path: path, configuration: Database.Configuration(busyTimeout: timeout))
+        try Self.refuseWithoutFile(database, source: source)
+        return database
+    }
+
+    public func openForReading() throws -> any MigrationDatabase {
+        guard exists else { return try Database(.inMemory) }
+        return try Database(path: path, configuration: Database.Configuration(readOnly: true))
+    }
+
+    public func schema() throws -> String {
+        guard let database = try openForReading() as? Database else { return "" }
+        return try database.canonicalSchema(excluding: ["strata_history"])
+    }
+
+    /// Whether SQLite finds a database file at `path`, asked of SQLite itself: it reads `file:` URIs, so
+    /// `file::memory:`, `file:x.db?mode=memory` and `?vfs=memdb` open databases no file holds, and `file:x.db` is
+    /// x.db. A read-only open creates nothing; one whose main database has no file on disk is refused.
+    private static func databaseFileExists(_ path: String, source: String) throws -> Bool {
+        let probe: Database
+        do {
+            probe = try Database(path: path, configuration: Database.Configuration(readOnly: true, foreignKeys: false))
+        } catch let error as DatabaseError where error.kind == .cannotOpen {
+            // No database there yet; or a file that cannot be read, which the command's own open reports.
+            return FileManager.default.fileExists(atPath: path)
+        }
+        defer { probe.close() }
+        try refuseWithoutFile(probe, source: source)
+        return true
+    }
+
+    /// Refuses a connection whose main database is no file on disk (in memory, temporary), or is read through
+    /// another VFS than SQLite's default (`memdb` keeps nothing, `unix-none` takes no locks).
+    private static func refuseWithoutFile(_ database: Database, source: String) throws {
+        guard let file = database.path, FileManager.default.fileExists(atPath: file) else {
+            throw DatabaseLocationError("\(source) names no database file: SQLite opens it as a database that no file holds (in memory or temporary), deleted at exit; give the path of a file")
+        }
+        guard let vfs = database.vfsName, vfs == Database.defaultVFSName else {
+            throw DatabaseLocationError("\(source) names no database file SQLite opens as usual: it is read through the VFS '\(database.vfsName ?? "?")', not '\(Database.defaultVFSName ?? "?")', so what is written may not be kept or locked; give the path of a file")
+        }
+    }
+
+    /// The query parameters of a `file:` URI other than those SQLite opens the file as usual with: `mode=ro` and
+    /// `cache` (`mode=rw`/`rwc` conflict with the read-only look Strata takes first, so they are refused too). Any other (`vfs`, `mode=memory`, `nolock`, `immutable`, a VFS's own) changes how SQLite opens,
+    /// locks or reads the file: a migrate could report steps applied and keep nothing, or run without the lock
+    /// that keeps concurrent deployers apart. Read as SQLite reads a URI: `%HH` decoded, `#` ends it.
+    static func uriParametersChangingTheOpen(_ path: String) -> [String] {
+        guard path.hasPrefix("file:") else { return [] }
+        var bytes = Array(path.utf8.dropFirst(5))
+        if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) { bytes.removeSubrange(hash...) }
+        guard let question = bytes.firstIndex(of: UInt8(ascii: "?")) else { return [] }
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        // `%HH` is the byte HH; `%00` ends the name or value it is in, as SQLite drops the rest.
+        func decoded(_ part: ArraySlice<UInt8>) -> String {
+            var out: [UInt8] = []
+            var index = part.startIndex
+            while index < part.endIndex {
+                if part[index] == UInt8(ascii: "%"), index + 2 < part.endIndex,
+                   let high = hex(part[index + 1]), let low = hex(part[index + 2]) {
+                    let byte = high << 4 | low
+                    if byte == 0 { break }
+                    out.append(byte)
+                    index += 3
+                } else {
+                    out.append(part[index])
+                    index += 1
+                }
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
+        var refused: [String] = []
+        for pair in bytes[(question + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
+            let key = decoded(pair[..<equals])
+            let value = equals < pair.endIndex ? decoded(pair[(equals + 1)...]) : ""
+            switch key {
+            case "mode" where value == "ro", "cache":
+                continue
+            default:
+                refused.append(equals < pair.endIndex ? "\(key)=\(value)" : key)
+            }
+        }
+        return refused
+    }
+
+    /// Refuses (exit 2) a `file:` URI whose parameters change how SQLite opens the file, before it is opened.
+    private static func refuseURIParameters(_ path: String, source: String) throws {
+        let refused = Self.uriParametersChangingTheOpen(path)
+        guard !refused.isEmpty else { return }
+        throw DatabaseLocationError("\(source) names no database file SQLite opens as usual: \(refused.joined(separator: ", ")) changes how SQLite opens, locks or reads it (in memory, another VFS, no locking, or assumed never to change), so a run could keep nothing or run unlocked; give the path of a file (a file: URI may carry only mode=ro and cache)")
+    }
+
+}
