@@ -5,9 +5,13 @@ import Foundation
 ///
 /// It knows what SQLite's tokenizer knows about where a statement ends: `'strings'`, `"identifiers"`,
 /// `` `identifiers` ``, `[identifiers]`, `--` and `/* */` comments, and the statement-level state machine of
-/// `sqlite3_complete`, which keeps `CREATE TRIGGER … BEGIN …; END;` together. Script execution, the SQL lint and the
-/// checksum's line-ending rule all use this one scanner, so they agree on what is a literal and where a statement
-/// ends.
+/// `sqlite3_complete`, which keeps `CREATE TRIGGER … BEGIN …; END;` together. The SQLite backend's script execution
+/// and lint and the checksum's line-ending rule all use this one scanner, so they agree on what is a literal and
+/// where a statement ends.
+///
+/// It lives in the core, not in the SQLite backend, because checksum version 2 is defined by it: a recorded
+/// checksum must keep its meaning whatever database the file later runs on. A backend whose literals differ
+/// (PostgreSQL's dollar quoting) brings its own splitter, and its checksums a version of their own.
 package struct SQLScanner {
     package init() {}
 
