@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 import StrataCore
 
 extension Affinity {
@@ -36,6 +37,33 @@ extension Database {
                               affinity: Affinity(sqliteDeclaredType: declaredType), isNotNull: try row.get(2),
                               defaultSQL: try row.get(3), primaryKeyPosition: try row.get(4))
         }
+    }
+
+    /// The primary key, then each unique index that is not partial, is over columns only (not expressions or the
+    /// rowid) and compares each column with the column's own collation: an index unique under `BINARY` on a
+    /// `NOCASE` column lets `WHERE title = 'dune'` match `Dune` and `DUNE`, so it does not count.
+    public func uniqueKeys(in table: String) throws -> [[String]] {
+        var keys: [[String]] = []
+        let primaryKey = try columns(in: table).filter { $0.primaryKeyPosition > 0 }
+            .sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
+        if !primaryKey.isEmpty { keys.append(primaryKey) }
+        let indexes = try query("SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND partial = 0", [table]).all()
+        for index in indexes {
+            var names: [String] = []
+            for column in try query("SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno",
+                                    [try index.get(0, as: String.self)]).all() {
+                guard try column.get(0, as: Int.self) >= 0, let name = try column.get(1, as: String?.self),
+                      let collation = try column.get(2, as: String?.self),
+                      (try self.collation(of: name, in: table) ?? "BINARY").caseInsensitiveCompare(collation) == .orderedSame
+                else {
+                    names = []
+                    break
+                }
+                names.append(name)
+            }
+            if !names.isEmpty { keys.append(names) }
+        }
+        return keys
     }
 
     /// True when the table's `CREATE TABLE` declares a conflict clause on a constraint (`UNIQUE ON CONFLICT

@@ -34,6 +34,10 @@ public protocol DatabaseConnection: AnyObject {
     func declaredTableName(_ name: String) throws -> String?
     /// The columns of a table, in order; empty when it does not exist.
     func columns(in table: String) throws -> [ColumnInfo]
+    /// The column sets of a table each of which tells its rows apart, as `WHERE column = value` compares them: the
+    /// primary key and every unique index over plain columns that covers all rows (not partial) and compares as
+    /// the columns do. Empty for a table without any, or a view.
+    func uniqueKeys(in table: String) throws -> [[String]]
     /// True when a constraint of the table names its own conflict resolution, which a statement that states
     /// none would follow (SQLite's `ON CONFLICT` in a column or table constraint); false where no such thing exists.
     func declaresConflictClause(_ table: String) throws -> Bool

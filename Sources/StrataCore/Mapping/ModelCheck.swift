@@ -115,9 +115,13 @@ public func checkModels(of manifest: Manifest, in database: any DatabaseConnecti
             problems.append(ManifestProblem(location,
                 "model \(model.typeName): property \(property) maps to column '\(column)', which table '\(layout.table)' does not have"))
         }
-        for column in model.primaryKey where !names.contains(column.sqliteFolded) {
+        let missingKeyColumns = model.primaryKey.filter { !names.contains($0.sqliteFolded) }
+        for column in missingKeyColumns {
             problems.append(ManifestProblem(location,
                 "model \(model.typeName): primary key column '\(column)' is not in table '\(layout.table)'"))
+        }
+        if !model.primaryKey.isEmpty && missingKeyColumns.isEmpty && !layout.keyIsUnique {
+            problems.append(ManifestProblem(location, "model \(model.typeName): \(layout.keyNotUniqueMessage)"))
         }
     }
     return problems

@@ -16,6 +16,9 @@ public struct ModelLayout: Sendable, Equatable {
     /// The table declares a conflict clause on a constraint (`UNIQUE ON CONFLICT REPLACE`, …), so writes state
     /// `OR ABORT`: an insert or update must never delete another row or be dropped in silence.
     let declaresConflictClause: Bool
+    /// The primary key tells the table's rows apart (it contains one of the table's unique keys): only then may a
+    /// write by key change one row at most.
+    let keyIsUnique: Bool
 
     init(typeName: String, mapping: ModelMapping?, database: any DatabaseConnection) throws {
         self.typeName = typeName
@@ -41,6 +44,9 @@ public struct ModelLayout: Sendable, Equatable {
             primaryKey = columns.filter { $0.primaryKeyPosition > 0 }
                 .sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
         }
+        let key = Set(primaryKey.map(\.sqliteFolded))
+        let uniqueKeys = try database.uniqueKeys(in: resolved)
+        keyIsUnique = !key.isEmpty && uniqueKeys.contains { Set($0.map(\.sqliteFolded)).isSubset(of: key) }
     }
 
     /// The column a property is stored in.
@@ -49,6 +55,11 @@ public struct ModelLayout: Sendable, Equatable {
         if let exact = columns.named(property) { return exact.name }
         let snake = snakeCase(property)
         return columns.named(snake)?.name ?? snake
+    }
+
+    /// Why writes by this layout's key are refused when it is not unique.
+    var keyNotUniqueMessage: String {
+        "primary key (\(primaryKey.joined(separator: ", "))) is not unique in table '\(table)': one save, update or delete would change every row with the same value; name the table's primary key, or columns with a UNIQUE index, as the manifest's primaryKey"
     }
 
     func isPrimaryKey(_ column: String) -> Bool {

@@ -349,16 +349,25 @@ public final class ModelStore {
     }
 
     private func delete(layout: ModelLayout, key: [String: any DatabaseValueConvertible]) throws -> Bool {
+        try requireUniqueKey(layout)
         let (condition, arguments) = try keyCondition(layout, key)
         try database.execute("DELETE FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
         return database.changes > 0
     }
 
-    private func requireKey(_ layout: ModelLayout, _ columns: [String]) throws {
+    /// Refuses to write by a key that several rows may share: one call would change every one of them.
+    private func requireUniqueKey(_ layout: ModelLayout) throws {
         guard !layout.primaryKey.isEmpty else {
             throw MappingError(typeName: layout.typeName,
                                message: "has no primary key (declare one in table '\(layout.table)' or the manifest's primaryKey)")
         }
+        guard layout.keyIsUnique else {
+            throw MappingError(typeName: layout.typeName, message: layout.keyNotUniqueMessage)
+        }
+    }
+
+    private func requireKey(_ layout: ModelLayout, _ columns: [String]) throws {
+        try requireUniqueKey(layout)
         let lowered = Set(columns.map(\.sqliteFolded))
         let missing = layout.primaryKey.filter { !lowered.contains($0.sqliteFolded) }
         guard missing.isEmpty else {

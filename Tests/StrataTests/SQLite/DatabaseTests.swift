@@ -147,6 +147,27 @@ final class DatabaseTests: XCTestCase {
         assertThrows(DatabaseError.self) { try row.get(9, as: Int.self) }
     }
 
+    func testUniqueKeysAreThoseThatTellRowsApartAsWhereComparesThem() throws {
+        let db = try Database()
+        try db.executeScript("""
+            CREATE TABLE t (id INTEGER PRIMARY KEY, code TEXT COLLATE NOCASE, slug TEXT, a TEXT, b TEXT, c TEXT, d TEXT);
+            CREATE UNIQUE INDEX t_code_binary ON t (code COLLATE BINARY);
+            CREATE UNIQUE INDEX t_code_nocase ON t (code);
+            CREATE UNIQUE INDEX t_slug_partial ON t (slug) WHERE slug IS NOT NULL;
+            CREATE UNIQUE INDEX t_lower ON t (lower(a));
+            CREATE UNIQUE INDEX t_b_c ON t (c, b);
+            CREATE INDEX t_d ON t (d);
+            CREATE TABLE k (x TEXT, y TEXT, PRIMARY KEY (y, x)) WITHOUT ROWID;
+            CREATE VIEW v AS SELECT * FROM t;
+            """)
+        let keys = Set(try db.uniqueKeys(in: "t"))
+        XCTAssertEqual(keys, [["id"], ["code"], ["c", "b"]],
+                       "the BINARY index on a NOCASE column, the partial, the expression and the plain index do not count")
+        XCTAssertEqual(try db.uniqueKeys(in: "k").first, ["y", "x"])
+        XCTAssertEqual(try db.uniqueKeys(in: "v"), [])
+        XCTAssertEqual(try db.uniqueKeys(in: "missing"), [])
+    }
+
     func testConflictClausesAreFoundAsSQLiteReadsTheTable() throws {
         let db = try Database()
         try db.executeScript("""
