@@ -21,8 +21,6 @@ public struct SeedError: Error, Sendable, Equatable, CustomStringConvertible {
 struct SeedLoader {
     /// How often (in rows) progress is reported.
     static let progressInterval = 50_000
-    /// Rows per multi-row INSERT; measured here, 64 beat 32 by a few percent.
-    static let maximumBatch = 64
 
     let step: SeedStep
     let target: any SeedTarget
@@ -103,113 +101,54 @@ struct SeedLoader {
                                              declaredType: target.declaredType, affinity: target.affinity),
                              isNotNull: target.isNotNull || isKey, isKey: isKey)
         }
-        /// The database may roll the whole transaction back after some errors (disk full, I/O error, out of
-        /// memory, interrupt); replaying rows after that would commit each on its own, so the seed stops instead.
-        func stopIfTransactionLost(_ error: DatabaseError, line: Int?) throws {
-            if target.transactionLost {
-                throw failure(line, "\(target.databaseName) rolled the transaction back after: \(error.message); nothing of this seed was kept")
-            }
-        }
-
-        // Rows go in batches through one multi-row INSERT: a third less time in SQLite than row by row.
-        // Sync mode also records keys per row, so it stays row by row.
-        let width = header.count
-        let batchSize = step.mode == .sync ? 1 : max(1, min(Self.maximumBatch, target.maximumParameters / width))
-        let names = targets.map(\.name)
-        let single: any PreparedStatement
-        let batch: (any PreparedStatement)?
+        let sink: any SeedSink
         do {
-            single = try target.insertStatement(columns: names, rows: 1)
-            batch = batchSize > 1 ? try target.insertStatement(columns: names, rows: batchSize) : nil
+            sink = try target.sink(columns: targets, keyIndexes: keyIndexes)
         } catch let error as DatabaseError {
             throw failure(nil, step.key.isEmpty ? error.message
                           : "key (\(step.key.joined(separator: ", "))) must be the primary key or have a UNIQUE index: \(error.message)")
         }
-        defer { target.finish() }
-        let keyInsert = step.mode == .sync ? try target.keyRecorder(keyColumns: keyIndexes.map { targets[$0] }) : nil
-
-        var binder = FieldBinder(plans: plans, names: header, nullToken: step.nullToken, file: file)
-
-        // In `ignore` mode a row whose key exists is skipped: what was loaded is what SQLite inserted, counted from
-        // each statement's changes (which leave out what triggers do).
-        let countsSkips = step.mode == .ignore
-        var skipped = 0
-
-        /// Inserts `count` rows one at a time from a file offset, so a failure names its exact line.
-        func replay(from offset: Int, line: Int, count: Int) throws {
-            let again = try CSVReader(path: step.path, displayName: file, delimiter: step.delimiter, offset: offset, line: line)
-            var done = 0
-            while done < count, try readRecord(again) {
-                if width > 1 && Self.isBlankLine(again) { continue }
-                try binder.bindRecord(again, to: single, row: 0)
-                do {
-                    try single.run()
-                } catch let error as DatabaseError {
-                    try stopIfTransactionLost(error, line: again.recordLine)
-                    throw rejected(again, keyIndexes, header, error)
-                }
-                if countsSkips { skipped += 1 - target.changes }
-                binder.ran()
-                done += 1
-            }
-        }
-
+        defer { sink.close() }
+        var converter = FieldConverter(plans: plans, names: header, nullToken: step.nullToken, file: file)
+        let width = header.count
         var rows = 0
-        var inBatch = 0
-        var batchOffset = 0
-        var batchLine = 0
-        while try readRecord(reader) {
-            if reader.fieldCount != width {
-                if width > 1 && Self.isBlankLine(reader) { continue }
-                throw failure(reader.recordLine, "expected \(width) fields as in the header, found \(reader.fieldCount)")
+        do {
+            while try readRecord(reader) {
+                if reader.fieldCount != width {
+                    if width > 1 && Self.isBlankLine(reader) { continue }
+                    throw failure(reader.recordLine, "expected \(width) fields as in the header, found \(reader.fieldCount)")
+                }
+                try converter.convertRecord(reader, into: sink)
+                try sink.appendRow(line: reader.recordLine, offset: reader.recordOffset)
+                rows += 1
+                if rows % Self.progressInterval == 0 { progress?(rows, reader.bytesConsumed, reader.totalBytes) }
             }
-            if let batch {
-                if inBatch == 0 {
-                    batchOffset = reader.recordOffset
-                    batchLine = reader.recordLine
-                }
-                try binder.bindRecord(reader, to: batch, row: inBatch)
-                inBatch += 1
-                if inBatch == batchSize {
-                    do {
-                        try batch.run()
-                    } catch let error as DatabaseError {
-                        // The database undid the whole statement; replaying the batch row by row finds the culprit.
-                        binder.ran()
-                        try stopIfTransactionLost(error, line: batchLine)
-                        try replay(from: batchOffset, line: batchLine, count: batchSize)
-                        throw failure(batchLine, "rows rejected: \(error.message)")
-                    }
-                    if countsSkips { skipped += batchSize - target.changes }
-                    binder.ran()
-                    inBatch = 0
-                }
-            } else {
-                try binder.bindRecord(reader, to: single, row: 0)
-                if let keyInsert { try binder.bindFields(keyIndexes, of: reader, to: keyInsert) }
-                do {
-                    try single.run()
-                    if countsSkips { skipped += 1 - target.changes }
-                    try keyInsert?.run()
-                } catch let error as DatabaseError {
-                    try stopIfTransactionLost(error, line: reader.recordLine)
-                    throw rejected(reader, keyIndexes, header, error)
-                }
-                binder.ran()
+            let written = try sink.finish()
+            progress?(rows, reader.totalBytes, reader.totalBytes)
+            return (written, try reader.checksum())
+        } catch let rejection as SeedRejection {
+            throw try describe(rejection, keyIndexes: keyIndexes, header: header)
+        }
+    }
+
+    /// The error for rows the database refused, naming the row's line and key as the file has them.
+    private func describe(_ rejection: SeedRejection, keyIndexes: [Int], header: [String]) throws -> SeedError {
+        let file = displayPath(step.path)
+        switch rejection.cause {
+        case .transactionLost:
+            return SeedError(file: file, line: rejection.line, column: nil,
+                             message: "\(target.databaseName) rolled the transaction back after: \(rejection.error.message); nothing of this seed was kept")
+        case .batch:
+            return SeedError(file: file, line: rejection.line, column: nil, message: "rows rejected: \(rejection.error.message)")
+        case .row:
+            // The row is read again from its offset, to show its key as the file writes it.
+            let again = try CSVReader(path: step.path, displayName: file, delimiter: step.delimiter,
+                                      offset: rejection.offset, line: rejection.line)
+            guard try readRecord(again), again.fieldCount == header.count else {
+                return SeedError(file: file, line: rejection.line, column: nil, message: "row rejected: \(rejection.error.message)")
             }
-            rows += 1
-            if rows % Self.progressInterval == 0 { progress?(rows, reader.bytesConsumed, reader.totalBytes) }
+            return rejected(again, keyIndexes, header, rejection.error)
         }
-        if inBatch > 0 {
-            // The last, partial batch: bound values are dropped and the rows inserted one by one.
-            binder.ran()
-            try replay(from: batchOffset, line: batchLine, count: inBatch)
-        }
-        if step.mode == .sync {
-            try target.deleteRowsNotRecorded(keyColumns: keyIndexes.map { targets[$0].name })
-        }
-        progress?(rows, reader.totalBytes, reader.totalBytes)
-        return (rows - skipped, try reader.checksum())
     }
 
     private func readRecord(_ reader: CSVReader) throws -> Bool {
@@ -226,7 +165,7 @@ struct SeedLoader {
 
     private func rejected(_ reader: CSVReader, _ keyIndexes: [Int], _ header: [String], _ error: DatabaseError) -> SeedError {
         let key = keyIndexes.isEmpty ? ""
-            : " (" + keyIndexes.map { "\(header[$0]) = \(FieldBinder.display(reader, $0))" }.joined(separator: ", ") + ")"
+            : " (" + keyIndexes.map { "\(header[$0]) = \(FieldConverter.display(reader, $0))" }.joined(separator: ", ") + ")"
         return SeedError(file: displayPath(step.path), line: reader.recordLine, column: nil,
                          message: "row rejected\(key): \(error.message)")
     }

@@ -1,26 +1,51 @@
-/// Where a seed's rows go: one table of one database, written the way the seed's mode asks. The seeder reads,
-/// converts and binds the rows and finds a failing row's line; the target knows the database's SQL for inserting,
-/// upserting and syncing.
+/// A seed's table on one database: its columns, and a sink for the seed's rows.
 public protocol SeedTarget: AnyObject {
     /// The database's name, for messages ("SQLite").
     var databaseName: String { get }
     /// The table's columns in order; empty when the table does not exist.
     var columns: [ColumnInfo] { get }
-    /// The most parameters one statement may have: a batch binds rows × columns.
-    var maximumParameters: Int { get }
-    /// A statement writing `rows` rows of `columns` as the seed's mode asks; row r's field c is parameter
-    /// r × columns.count + c + 1. Fails when the seed's key is not a key of the table.
-    func insertStatement(columns: [String], rows: Int) throws -> any PreparedStatement
-    /// Sync mode: a statement recording one row's key (its key fields as parameters, in key order), so that
-    /// `deleteRowsNotRecorded` keeps exactly the rows the file has.
-    func keyRecorder(keyColumns: [ColumnInfo]) throws -> any PreparedStatement
-    /// Sync mode: deletes the table's rows whose key was not recorded, refusing (a `SeedError` naming them) when
-    /// other rows reference one of them.
-    func deleteRowsNotRecorded(keyColumns: [String]) throws
-    /// Removes what the target set up for the load (sync's key table).
-    func finish()
-    /// Rows the most recent insert statement wrote (not counting what triggers did).
-    var changes: Int { get }
-    /// True when the database ended the seed's transaction by itself after an error.
-    var transactionLost: Bool { get }
+    /// A sink writing rows of `columns` (the file's header, in order) as the seed's mode asks, matching rows by
+    /// the columns at `keyIndexes`. Fails (a `DatabaseError`) when those columns are not a key of the table.
+    func sink(columns: [ColumnInfo], keyIndexes: [Int]) throws -> any SeedSink
+}
+
+/// Where a seed's converted rows go. The seeder reads the file and converts each field as its column asks; the sink
+/// writes rows in the bulk form the database is fastest with (SQLite: multi-row `INSERT`s), and when the database
+/// refuses one it names the row's line (`SeedRejection`).
+public protocol SeedSink: AnyObject {
+    /// Sets field `index` of the row being appended. Text and blob bytes are valid only during the call.
+    func set(_ value: ColumnValue, at index: Int)
+    /// Ends the row read from `line` of the file, starting at byte `offset`; the sink may write it now or later.
+    func appendRow(line: Int, offset: Int) throws
+    /// Writes what is still held and, in sync mode, deletes the rows the file does not have (refusing with a
+    /// `SeedError` when other rows reference them). Returns the rows written: inserted or updated, not skipped.
+    func finish() throws -> Int
+    /// Removes what the sink set up in the database (sync's key table); called however the load ended.
+    func close()
+}
+
+/// Rows a sink's database refused.
+public struct SeedRejection: Error {
+    public enum Cause: Sendable {
+        /// This row was refused.
+        case row
+        /// A batch starting at this row was refused, though each of its rows alone was not.
+        case batch
+        /// The database rolled the whole transaction back after an error (disk full, I/O error): nothing of the
+        /// seed is kept, and no later row may run on its own.
+        case transactionLost
+    }
+
+    public let cause: Cause
+    /// The row's (or the batch's first row's) line and byte offset in the file.
+    public let line: Int
+    public let offset: Int
+    public let error: DatabaseError
+
+    public init(cause: Cause, line: Int, offset: Int, error: DatabaseError) {
+        self.cause = cause
+        self.line = line
+        self.offset = offset
+        self.error = error
+    }
 }
