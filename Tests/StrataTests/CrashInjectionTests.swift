@@ -4,8 +4,9 @@ import Strata
 @testable import StrataCore
 @testable import StrataSQLite
 
-/// `strata migrate` killed with SIGKILL at random moments: after every kill the database is intact, its history
-/// agrees with its schema and data, and the next run completes. Seeded, so a failing trial can be replayed.
+/// `strata migrate` killed with SIGKILL at random moments, on every backend: after every kill the database is
+/// intact, its history agrees with its schema and data, and the next run completes. Seeded, so a failing trial can
+/// be replayed.
 final class CrashInjectionTests: XCTestCase {
     /// SplitMix64: a small reproducible generator.
     struct SeededGenerator: RandomNumberGenerator {
@@ -20,86 +21,97 @@ final class CrashInjectionTests: XCTestCase {
     }
 
     static let seedRows = 100_000
-    static let manifest = """
-        <manifest version="1"><database path="db.sqlite"/>
+
+    static func manifest(_ backend: TestBackend, root: URL) -> String {
+        """
+        <manifest version="1">\(backend.databaseElement(root))
           <migrations directory="sql"><migration file="003_vacuum.sql" transaction="none"/></migrations>
           <seeds><seed file="csv/items.csv" table="items" after="002_index.sql"/></seeds>
         </manifest>
         """
-    static let files = [
-        "sql/001_items.sql": "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL);\nCREATE TABLE log (message TEXT);",
-        "sql/002_index.sql": "CREATE INDEX items_name ON items (name);\nCREATE TRIGGER items_log AFTER DELETE ON items BEGIN INSERT INTO log VALUES (OLD.name); END;",
-        "sql/003_vacuum.sql": "VACUUM;",
-        "sql/004_extra.sql": "CREATE TABLE extra (n INTEGER);\nWITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 200000)\nINSERT INTO extra SELECT n FROM c;",
-    ]
+    }
+
+    static func files(_ backend: TestBackend) -> [String: String] {
+        [
+            "sql/001_items.sql": "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL);\nCREATE TABLE log (message TEXT);",
+            "sql/002_index.sql": "CREATE INDEX items_name ON items (name);\n" + backend.crashItemsLogTrigger,
+            "sql/003_vacuum.sql": backend.crashStatementOutsideTransactions,
+            "sql/004_extra.sql": "CREATE TABLE extra (n INTEGER);\nWITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 200000)\nINSERT INTO extra SELECT n FROM c;",
+        ]
+    }
+
+    /// A project on `backend` as every trial starts from: the first migration applied (by `strata migrate` with a
+    /// manifest of that file alone), then the whole manifest and every file in place.
+    func startingProject(_ backend: TestBackend, csv: String) throws -> Project {
+        let files = Self.files(backend)
+        let project = try Project(self, backend: backend, files: ["sql/001_items.sql": try XCTUnwrap(files["sql/001_items.sql"])])
+        let first = try project.strataOnBackend(["migrate"])
+        XCTAssertEqual(first.status, 0, first.stderr)
+        try project.file("manifest.xml", Self.manifest(backend, root: project.root))
+        for (path, text) in files { try project.file(path, text) }
+        try project.file("csv/items.csv", csv)
+        return project
+    }
 
     func testSIGKILLAtRandomMomentsLosesNothing() throws {
         let trials = Int(ProcessInfo.processInfo.environment["STRATA_CRASH_TRIALS"] ?? "") ?? 50
         let seed = UInt64(ProcessInfo.processInfo.environment["STRATA_CRASH_SEED"] ?? "") ?? 0x5EED
-        var random = SeededGenerator(state: seed)
+        let csv = Self.csv()
 
-        // The database every trial starts from: the first migration already applied.
-        let template = try Project(self, manifest: Self.manifest, files: Self.files.merging(["csv/items.csv": Self.csv()]) { $1 })
-        try FileManager.default.removeItem(at: template.root.appendingPathComponent("sql/002_index.sql"))
-        try FileManager.default.removeItem(at: template.root.appendingPathComponent("sql/003_vacuum.sql"))
-        try FileManager.default.removeItem(at: template.root.appendingPathComponent("sql/004_extra.sql"))
-        try template.file("manifest.xml", #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/></manifest>"#)
-        XCTAssertEqual(try template.strata(["migrate"]).status, 0)
-        try template.file("manifest.xml", Self.manifest)
-        for (path, text) in Self.files { try template.file(path, text) }
+        try forEachBackend { backend in
+            var random = SeededGenerator(state: seed)
 
-        // Kill moments are spread over how long a whole run takes on this machine now (measured once on a copy),
-        // so a slow or busy machine moves the moments with the run instead of bunching them in its first step.
-        let reference = try Project(self, manifest: Self.manifest, files: [:])
-        try FileManager.default.removeItem(at: reference.root)
-        try FileManager.default.copyItem(at: template.root, to: reference.root)
-        let clock = ContinuousClock()
-        let whole = try clock.measure { XCTAssertEqual(try reference.strata(["migrate"]).status, 0) }
-        let span = max(UInt64(Double(whole.components.seconds) * 1000 + Double(whole.components.attoseconds) / 1e15) * 11 / 10, 50)
+            // Kill moments are spread over how long a whole run takes on this machine now (measured once on a
+            // project like the trials'), so a slow or busy machine moves the moments with the run instead of
+            // bunching them in its first step.
+            let reference = try startingProject(backend, csv: csv)
+            let clock = ContinuousClock()
+            let whole = try clock.measure { XCTAssertEqual(try reference.strataOnBackend(["migrate"]).status, 0) }
+            let span = max(UInt64(Double(whole.components.seconds) * 1000 + Double(whole.components.attoseconds) / 1e15) * 11 / 10, 50)
 
-        var killedIn: [String: Int] = [:]
-        for trial in 1...trials {
-            let project = try Project(self, manifest: Self.manifest, files: [:])
-            try FileManager.default.removeItem(at: project.root)
-            try FileManager.default.copyItem(at: template.root, to: project.root)
-            let delay = Double(random.next() % span) / 1000
-            let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath], in: project.root)
-            Thread.sleep(forTimeInterval: delay)
-            let wasRunning = process.isRunning
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            var killedIn: [String: Int] = [:]
+            for trial in 1...trials {
+                let project = try startingProject(backend, csv: csv)
+                let delay = Double(random.next() % span) / 1000
+                let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath, "--database", project.location],
+                                                      in: project.root)
+                Thread.sleep(forTimeInterval: delay)
+                let wasRunning = process.isRunning
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
 
-            let db = try project.database()
-            let recorded = Set(try db.query("SELECT identity FROM strata_history WHERE state IN ('applied', 'baseline')").all()
-                .compactMap { try? $0.get(0, as: String.self) })
-            let dirty = try db.scalar("SELECT count(*) FROM strata_history WHERE state = 'running'", as: Int.self) ?? 0
-            let phase = !wasRunning ? "finished" : dirty > 0 ? "during the VACUUM" : "with \(recorded.count) of 5 steps done"
-            killedIn[phase, default: 0] += 1
-            try verify(db, recorded: recorded, trial: trial, delay: delay)
+                let db = try project.connection()
+                let recorded = Set(try db.rows("SELECT identity FROM strata_history WHERE state IN ('applied', 'baseline')")
+                    .compactMap { try? $0.get(0, as: String.self) })
+                let dirty = try db.scalar("SELECT count(*) FROM strata_history WHERE state = 'running'", as: Int.self) ?? 0
+                let phase = !wasRunning ? "finished" : dirty > 0 ? "during the VACUUM" : "with \(recorded.count) of 5 steps done"
+                killedIn[phase, default: 0] += 1
+                try verify(backend, db, recorded: recorded, trial: trial, delay: delay)
 
-            var rerun = try project.strata(["migrate"])
-            if rerun.status == 3 && rerun.stderr.contains("strata resolve 003_vacuum.sql") {
-                // Killed during the transaction="none" VACUUM: dirty by design until a human resolves it.
-                XCTAssertEqual(try project.strata(["resolve", "003_vacuum.sql", "--applied"]).status, 0)
-                rerun = try project.strata(["migrate"])
+                var rerun = try project.strataOnBackend(["migrate"])
+                if rerun.status == 3 && rerun.stderr.contains("strata resolve 003_vacuum.sql") {
+                    // Killed during the transaction="none" VACUUM: dirty by design until a human resolves it.
+                    XCTAssertEqual(try project.strataOnBackend(["resolve", "003_vacuum.sql", "--applied"]).status, 0)
+                    rerun = try project.strataOnBackend(["migrate"])
+                }
+                XCTAssertEqual(rerun.status, 0, "trial \(trial) (delay \(delay) s): \(rerun.stderr)")
+                let complete = Set(try db.rows("SELECT identity FROM strata_history WHERE state = 'applied'")
+                    .compactMap { try? $0.get(0, as: String.self) })
+                XCTAssertEqual(complete, ["001_items.sql", "002_index.sql", "items.csv", "003_vacuum.sql", "004_extra.sql"],
+                               "trial \(trial)")
+                try verify(backend, db, recorded: complete, trial: trial, delay: delay)
             }
-            XCTAssertEqual(rerun.status, 0, "trial \(trial) (delay \(delay) s): \(rerun.stderr)")
-            let complete = Set(try db.query("SELECT identity FROM strata_history WHERE state = 'applied'").all()
-                .compactMap { try? $0.get(0, as: String.self) })
-            XCTAssertEqual(complete, ["001_items.sql", "002_index.sql", "items.csv", "003_vacuum.sql", "004_extra.sql"],
-                           "trial \(trial)")
-            try verify(db, recorded: complete, trial: trial, delay: delay)
+            print("crash injection on \(backend): \(trials) trials (seed \(seed), kills within \(span) ms, 1.1x one whole run); killed: "
+                  + killedIn.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
+            XCTAssertGreaterThan(killedIn.filter { $0.key != "finished" }.count, 2, "kills landed in several phases")
         }
-        print("crash injection: \(trials) trials (seed \(seed), kills within \(span) ms, 1.1x one whole run); killed: "
-              + killedIn.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
-        XCTAssertGreaterThan(killedIn.filter { $0.key != "finished" }.count, 2, "kills landed in several phases")
     }
 
     /// Every recorded step is fully present and no unrecorded step is partly present.
-    func verify(_ db: Database, recorded: Set<String>, trial: Int, delay: Double) throws {
+    func verify(_ backend: TestBackend, _ db: any DatabaseConnection, recorded: Set<String>, trial: Int, delay: Double) throws {
         let context = "trial \(trial) (delay \(delay) s)"
-        XCTAssertEqual(try db.scalar("PRAGMA integrity_check", as: String.self), "ok", context)
-        let objects = Set(try db.schemaObjects().map(\.name))
+        XCTAssertEqual(try backend.integrityProblems(db), [], context)
+        let objects = try backend.schemaObjectNames(db)
         XCTAssertEqual(objects.contains("items_name"), recorded.contains("002_index.sql"), context)
         XCTAssertEqual(objects.contains("items_log"), recorded.contains("002_index.sql"), context)
         let items = try db.scalar("SELECT count(*) FROM items", as: Int.self)
@@ -108,7 +120,7 @@ final class CrashInjectionTests: XCTestCase {
         if objects.contains("extra") {
             XCTAssertEqual(try db.scalar("SELECT count(*) FROM extra", as: Int.self), 200_000, context)
         }
-        let dirty = try db.query("SELECT identity FROM strata_history WHERE state NOT IN ('applied', 'baseline')").all()
+        let dirty = try db.rows("SELECT identity FROM strata_history WHERE state NOT IN ('applied', 'baseline')")
             .compactMap { try? $0.get(0, as: String.self) }
         XCTAssertTrue(dirty.allSatisfy { $0 == "003_vacuum.sql" }, "only the transaction=\"none\" file can be dirty: \(dirty), \(context)")
     }
@@ -118,5 +130,29 @@ final class CrashInjectionTests: XCTestCase {
         text.reserveCapacity(seedRows * 24)
         for id in 1...seedRows { text += "\(id),item \(id % 997),\(Double(id % 10_000) / 100)\n" }
         return text
+    }
+}
+
+extension TestBackend {
+    /// The names of the user schema's tables, indexes, views and triggers.
+    func schemaObjectNames(_ db: any DatabaseConnection) throws -> Set<String> {
+        switch kind {
+        case .sqlite: Set(try (db as! Database).schemaObjects().map(\.name))
+        }
+    }
+
+    /// A trigger named `items_log` that writes the name of each deleted item into `log (message)`.
+    var crashItemsLogTrigger: String {
+        switch kind {
+        case .sqlite: "CREATE TRIGGER items_log AFTER DELETE ON items BEGIN INSERT INTO log VALUES (OLD.name); END;"
+        }
+    }
+
+    /// A statement that cannot run inside a transaction and rewrites the whole database (SQLite: `VACUUM`), for a
+    /// `transaction="none"` step.
+    var crashStatementOutsideTransactions: String {
+        switch kind {
+        case .sqlite: "VACUUM;"
+        }
     }
 }

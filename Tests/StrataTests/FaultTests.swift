@@ -5,273 +5,190 @@ import Strata
 @testable import StrataCore
 @testable import StrataSQLite
 
-/// Faults from outside: a full disk, a read-only database, a held lock, files vanishing, a manifest changing
-/// under a reviewed plan. Each must give a clear error and leave the database as it was before the failed step.
+/// Faults from outside, on every backend: a full disk, a failing commit, a held lock, files vanishing, a manifest
+/// changing under a reviewed plan. Each must give a clear error and leave the database as it was before the failed
+/// step. The fault is injected by the backend (`TestBackend.limitSpace`, `failingEveryCommit`); faults only a
+/// SQLite file meets (a real filesystem filling up, hot journals, read-only files) are in `SQLiteFaultTests`.
 final class FaultTests: XCTestCase {
-    func fingerprint(_ db: Database) throws -> String {
-        try db.canonicalSchema() + "\n" + db.query("SELECT * FROM strata_history ORDER BY kind, identity").all()
+    func fingerprint(_ backend: TestBackend, _ db: any DatabaseConnection) throws -> String {
+        try backend.schemaText(db) + "\n" + db.rows("SELECT * FROM strata_history ORDER BY kind, identity")
             .map { row in row.values.enumerated().filter { row.columnNames[$0.offset] != "applied_at" && row.columnNames[$0.offset] != "duration_ms" }
                 .map { "\($0.element)" }.joined(separator: "|") }.joined(separator: "\n")
     }
 
+    /// A migration that writes about 4 MB in its statement on line 2.
+    static let bigMigration = """
+        CREATE TABLE big (pad TEXT);
+        WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 20000)
+        INSERT INTO big SELECT '\(String(repeating: "0", count: 200))' || n FROM c;
+        """
+
     func testDiskFullDuringAMigrationLeavesTheDatabaseAsBefore() throws {
-        let fresh = try Project(self, files: [
-            "sql/1_a.sql": "CREATE TABLE a (x); INSERT INTO a VALUES (1);",
-            "sql/2_big.sql": "CREATE TABLE big (pad TEXT);\nWITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 20000)\nINSERT INTO big SELECT printf('%0200d', n) FROM c;",
-        ])
-        let db = try fresh.database()
-        let migrator = Migrator(manifest: try fresh.manifest(), database: db)
-        try HistoryStore(database: db).create()
-        try db.execute("PRAGMA max_page_count = 40") // a tiny disk: ~160 KB
-        let before = try fingerprint(db)
-        let report = try migrator.migrate()
-        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
-        let failure = try XCTUnwrap(report.failure)
-        XCTAssertEqual(failure.id, "2_big.sql")
-        XCTAssertTrue(failure.message.contains("full"), failure.message)
-        XCTAssertEqual(failure.line, 2)
-        XCTAssertFalse(try db.tableExists("big"))
-        XCTAssertNotEqual(try fingerprint(db), before, "the first file stays applied")
-        XCTAssertEqual(try db.scalar("PRAGMA integrity_check", as: String.self), "ok")
-        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
+        try forEachBackend { backend in
+            let fresh = try Project(self, backend: backend, files: [
+                "sql/1_a.sql": "CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);",
+                "sql/2_big.sql": Self.bigMigration,
+            ])
+            let db = try fresh.connection()
+            let migrator = Migrator(manifest: try fresh.manifest(), database: db)
+            try db.history.create()
+            try backend.limitSpace(of: db, toKilobytes: 160) // a tiny disk
+            let before = try fingerprint(backend, db)
+            let report = try migrator.migrate()
+            XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
+            let failure = try XCTUnwrap(report.failure)
+            XCTAssertEqual(failure.id, "2_big.sql")
+            XCTAssertTrue(failure.message.contains(backend.diskFullMessage), failure.message)
+            XCTAssertEqual(failure.line, 2)
+            XCTAssertFalse(try db.tableExists("big"))
+            XCTAssertNotEqual(try fingerprint(backend, db), before, "the first file stays applied")
+            XCTAssertEqual(try backend.integrityProblems(db), [])
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
+        }
     }
 
     func testDiskFullDuringASeedLeavesTheTableAsBefore() throws {
-        var csv = "id,pad\n"
-        for i in 1...5000 { csv += "\(i),\(String(repeating: "x", count: 100))\n" }
-        let project = try Project(self, manifest: """
-            <manifest version="1"><migrations directory="sql"/><seeds><seed file="csv/t.csv" table="t"/></seeds></manifest>
-            """, files: ["sql/1.sql": "CREATE TABLE t (id INTEGER PRIMARY KEY, pad TEXT); INSERT INTO t VALUES (0, 'kept');",
-                         "csv/t.csv": csv])
-        let db = try project.database()
-        try HistoryStore(database: db).create()
-        try db.execute("PRAGMA max_page_count = 30")
-        let report = try Migrator(manifest: try project.manifest(), database: db).migrate()
-        let failure = try XCTUnwrap(report.failure)
-        XCTAssertEqual(failure.kind, .seed)
-        XCTAssertTrue(failure.message.contains("full"), failure.message)
-        XCTAssertEqual(try db.query("SELECT * FROM t").all().map(\.values), [[.integer(0), .text("kept")]])
-        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history WHERE kind = 'seed'", as: Int.self), 0)
-        XCTAssertEqual(try db.scalar("PRAGMA integrity_check", as: String.self), "ok")
-    }
-
-    /// A real filesystem of `size` (a tmpfs), unmounted when the test ends. Skips, saying so, where the machine
-    /// does not permit mounting.
-    func mountSmallFilesystem(size: String) throws -> URL {
-        let directory = try makeTemporaryDirectory(self)
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        mount.arguments = ["mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory.path]
-        let errors = Pipe()
-        mount.standardError = errors
-        mount.standardOutput = FileHandle.nullDevice
-        try mount.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        mount.waitUntilExit()
-        guard mount.terminationStatus == 0 else {
-            throw XCTSkip("SKIPPED: mounting a \(size) tmpfs is not permitted here (\(message.trimmingCharacters(in: .whitespacesAndNewlines))); the real disk-full test did not run")
+        try forEachBackend { backend in
+            var csv = "id,pad\n"
+            for i in 1...5000 { csv += "\(i),\(String(repeating: "x", count: 100))\n" }
+            let project = try Project(self, backend: backend, manifest: """
+                <manifest version="1"><migrations directory="sql"/><seeds><seed file="csv/t.csv" table="t"/></seeds></manifest>
+                """, files: ["sql/1.sql": "CREATE TABLE t (id INTEGER PRIMARY KEY, pad TEXT); INSERT INTO t VALUES (0, 'kept');",
+                             "csv/t.csv": csv])
+            let db = try project.connection()
+            try db.history.create()
+            try backend.limitSpace(of: db, toKilobytes: 120)
+            let report = try Migrator(manifest: try project.manifest(), database: db).migrate()
+            let failure = try XCTUnwrap(report.failure)
+            XCTAssertEqual(failure.kind, .seed)
+            XCTAssertTrue(failure.message.contains(backend.diskFullMessage), failure.message)
+            XCTAssertEqual(try db.rows("SELECT * FROM t").map(\.values), [[.integer(0), .text("kept")]])
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history WHERE kind = 'seed'", as: Int.self), 0)
+            XCTAssertEqual(try backend.integrityProblems(db), [])
         }
-        // Teardown blocks run last-in first-out: unmounted before the directory is removed.
-        addTeardownBlock {
-            let unmount = Process()
-            unmount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            unmount.arguments = ["umount", directory.path]
-            try? unmount.run()
-            unmount.waitUntilExit()
-        }
-        return directory
-    }
-
-    func testDiskFullOnARealFilesystemIsRolledBackCompletelyAndSaysSo() throws {
-        let disk = try mountSmallFilesystem(size: "2m")
-        let project = try Project(self, manifest: """
-            <manifest version="1"><database path="\(disk.path)/db.sqlite"/><migrations directory="sql"/></manifest>
-            """, files: [
-                "sql/1_a.sql": "CREATE TABLE a (x); INSERT INTO a VALUES (1);",
-                "sql/2_big.sql": "CREATE TABLE big (pad TEXT);\nWITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 20000)\nINSERT INTO big SELECT printf('%0200d', n) FROM c;",
-            ])
-        let failed = try project.strata(["migrate"])
-        XCTAssertEqual(failed.status, 1)
-        XCTAssertTrue(failed.stderr.contains("sql/2_big.sql:2:1: database or disk is full"), failed.stderr)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: disk.path + "/db.sqlite-journal"),
-                       "the rollback is finished by the run that failed, not left as a hot journal")
-        XCTAssertTrue(failed.stderr.contains("2_big.sql was rolled back and left no trace"), failed.stderr)
-        let status = try project.strata(["status"])
-        XCTAssertEqual(status.status, 0, status.stderr)
-        XCTAssertTrue(status.stdout.contains("2_big.sql  pending"), status.stdout)
-        let db = try Database(path: disk.path + "/db.sqlite")
-        XCTAssertEqual(try db.scalar("PRAGMA integrity_check", as: String.self), "ok")
-        XCTAssertFalse(try db.tableExists("big"))
-        XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), 1)
-    }
-
-    /// Kills `strata migrate` of `project` in the middle of its second file, once that file's journal is hot: SQLite
-    /// writes the header's magic number when it syncs the journal, just before it first writes changed pages into
-    /// the database file (a cache spill). The project's second file must rewrite more pages than the cache holds.
-    func makeHotJournal(_ project: Project, databasePath: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
-        let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath], in: project.root)
-        let databasePath = databasePath ?? project.databasePath
-        let journal = databasePath + "-journal"
-        let deadline = Date().addingTimeInterval(60)
-        func firstFileRecorded() -> Bool {
-            (try? Database(path: databasePath, configuration: .init(readOnly: true, busyTimeout: .zero))
-                .scalar("SELECT count(*) FROM strata_history", as: Int.self)) == 1
-        }
-        // In that order: once the writer spills it holds the exclusive lock and nobody can read the history.
-        while process.isRunning && Date() < deadline && !firstFileRecorded() { Thread.sleep(forTimeInterval: 0.01) }
-        while process.isRunning && Date() < deadline && !Self.isHot(journal) { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertTrue(process.isRunning, "the long file finished before it could be killed; make it longer", file: file, line: line)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        XCTAssertTrue(Self.isHot(journal), "a hot journal is left", file: file, line: line)
-    }
-
-    static func isHot(_ journal: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: journal) else { return false }
-        defer { try? handle.close() }
-        return (try? handle.read(upToCount: 8)).map(Array.init) == [0xD9, 0xD5, 0x05, 0xF9, 0x20, 0xA1, 0x63, 0xD7]
-    }
-
-    /// A manifest whose second file, killed part-way, leaves a hot journal (see `makeHotJournal`).
-    func hotJournalProject(databasePath: String = "db.sqlite") throws -> Project {
-        try Project(self, manifest: """
-            <manifest version="1"><database path="\(databasePath)"/><migrations directory="sql"/>
-              <models><model type="A" table="a"/></models></manifest>
-            """, files: [
-                "sql/1_a.sql": """
-                    CREATE TABLE a (x); INSERT INTO a VALUES (1);
-                    CREATE TABLE big (n INTEGER, pad TEXT);
-                    WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 300000)
-                    INSERT INTO big SELECT n, printf('%040d', n) FROM c;
-                    """,
-                // Rewrites every page of an existing table, more than the page cache holds.
-                "sql/2_long.sql": String(repeating: "UPDATE big SET pad = upper(pad) || 'x';\n", count: 20),
-            ])
-    }
-
-    func testReadCommandsWorkOnADatabaseWithAHotJournal() throws {
-        let project = try hotJournalProject()
-        try makeHotJournal(project)
-        let journal = project.databasePath + "-journal"
-
-        let status = try project.strata(["status"])
-        XCTAssertEqual(status.status, 0, status.stderr)
-        XCTAssertTrue(status.stdout.contains("1_a.sql     applied"), status.stdout)
-        XCTAssertTrue(status.stdout.contains("2_long.sql  pending"), status.stdout)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: journal), "SQLite rolled the hot journal back")
-        for command in [["plan"], ["check"], ["schema"]] {
-            let result = try project.strata(command)
-            XCTAssertEqual(result.status, 0, "\(command): \(result.stderr)")
-        }
-        let db = try project.database()
-        XCTAssertEqual(try db.scalar("PRAGMA integrity_check", as: String.self), "ok")
-        XCTAssertEqual(try db.scalar("SELECT count(*) FROM big WHERE length(pad) <> 40", as: Int.self), 0,
-                       "the killed file left no trace")
-    }
-
-    func testAHotJournalOnAFileNobodyMayWriteIsExplained() throws {
-        let disk = try mountSmallFilesystem(size: "64m")
-        let project = try hotJournalProject(databasePath: disk.path + "/db.sqlite")
-        try makeHotJournal(project, databasePath: disk.path + "/db.sqlite")
-        let remount = Process()
-        remount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        remount.arguments = ["mount", "-o", "remount,ro", disk.path]
-        try remount.run()
-        remount.waitUntilExit()
-        XCTAssertEqual(remount.terminationStatus, 0)
-        let status = try project.strata(["status"])
-        XCTAssertEqual(status.status, 1)
-        XCTAssertTrue(status.stderr.contains("db.sqlite-journal is a hot journal"), status.stderr)
-        XCTAssertTrue(status.stderr.contains("needs write access to \(disk.path)/db.sqlite and its directory"), status.stderr)
-    }
-
-    func testAReadOnlyConnectionRollsBackAHotJournalButStillCannotWrite() throws {
-        let project = try Project(self, files: [:])
-        try project.database().execute("CREATE TABLE a (x)")
-        let db = try Database(path: project.databasePath, configuration: .init(readOnly: true))
-        XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("INSERT INTO a VALUES (1)") }?.resultCode, SQLITE_READONLY)
-        // With a journal beside the file (hot or not), writes are refused all the same.
-        try Data().write(to: URL(fileURLWithPath: project.databasePath + "-journal"))
-        let recovering = try Database(path: project.databasePath, configuration: .init(readOnly: true))
-        XCTAssertEqual(assertThrows(DatabaseError.self) { try recovering.execute("INSERT INTO a VALUES (1)") }?.resultCode, SQLITE_READONLY)
-        XCTAssertEqual(try recovering.scalar("SELECT count(*) FROM a", as: Int.self), 0)
-        XCTAssertThrowsError(try Database(path: project.databasePath + ".absent", configuration: .init(readOnly: true)),
-                             "read-only never creates a file")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath + ".absent"))
     }
 
     func testAFailureAtCommitIsReportedNamingTheStep() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);"])
-        let db = try project.database()
-        XCTAssertEqual(try Migrator(manifest: try project.manifest(), database: db).migrate().applied.count, 1)
-        try project.file("sql/2_b.sql", "CREATE TABLE b (x);")
-        // Every COMMIT fails from here on, as one does on a full disk in WAL mode.
-        sqlite3_commit_hook(db.handle, { _ in 1 }, nil)
-        let report = try Migrator(manifest: try project.manifest(), database: db).migrate()
-        sqlite3_commit_hook(db.handle, nil, nil)
-        let failure = try XCTUnwrap(report.failure)
-        XCTAssertEqual(failure.id, "2_b.sql")
-        XCTAssertTrue(failure.file.hasSuffix("sql/2_b.sql"), failure.file)
-        XCTAssertTrue(failure.message.contains("COMMIT failed"), failure.message)
-        XCTAssertFalse(try db.tableExists("b"))
-        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
-    }
-
-    func testReadOnlyDatabaseIsRefusedCleanly() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);"])
-        try project.database().execute("CREATE TABLE existing (x)")
-        let before = try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
-        let migrator = try project.migrator(configuration: .init(readOnly: true))
-        let error = assertThrows(DatabaseError.self) { try migrator.migrate() }
-        XCTAssertEqual(error?.resultCode, SQLITE_READONLY)
-        XCTAssertTrue(error?.message.contains("readonly") ?? false, "\(String(describing: error))")
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: project.databasePath)), before)
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+            let db = try project.connection()
+            XCTAssertEqual(try Migrator(manifest: try project.manifest(), database: db).migrate().applied.count, 1)
+            try project.file("sql/2_b.sql", "CREATE TABLE b (x INTEGER);")
+            // Every COMMIT fails while the migrator runs, as one does on a full disk in WAL mode.
+            let report = try backend.failingEveryCommit(on: db) {
+                try Migrator(manifest: try project.manifest(), database: db).migrate()
+            }
+            let failure = try XCTUnwrap(report.failure)
+            XCTAssertEqual(failure.id, "2_b.sql")
+            XCTAssertTrue(failure.file.hasSuffix("sql/2_b.sql"), failure.file)
+            XCTAssertTrue(failure.message.contains("COMMIT failed"), failure.message)
+            XCTAssertFalse(try db.tableExists("b"))
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
+        }
     }
 
     func testLockHeldByAnotherProcessPastTheTimeout() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);"])
-        let holder = try project.database()
-        try holder.execute("BEGIN IMMEDIATE")
-        let result = try project.strata(["migrate", "--timeout", "0.3"])
-        try holder.execute("ROLLBACK")
-        XCTAssertEqual(result.status, 1)
-        XCTAssertTrue(result.stderr.contains("write lock"), result.stderr)
-        XCTAssertTrue(result.stderr.contains("--timeout"), result.stderr)
-        XCTAssertFalse(try project.database().tableExists("a"))
-        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+            // Another connection holds the database's write lock for as long as the command runs.
+            let holder = try project.connection()
+            let result = try holder.withWriteLock { try project.strataOnBackend(["migrate", "--timeout", "0.3"]) }
+            XCTAssertEqual(result.status, 1)
+            XCTAssertTrue(result.stderr.contains("write lock"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("--timeout"), result.stderr)
+            XCTAssertFalse(try project.connection().tableExists("a"))
+            XCTAssertEqual(try project.strataOnBackend(["migrate"]).status, 0)
+        }
     }
 
     func testFilesVanishingAfterTheManifestWasLoaded() throws {
-        let project = try Project(self, manifest: """
-            <manifest version="1"><migrations directory="sql"/><seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
-            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);", "csv/t.csv": "x\n1\n"])
-        let migrator = try project.migrator()
-        try FileManager.default.removeItem(at: project.root.appendingPathComponent("sql/2_b.sql"))
-        var report = try migrator.migrate()
-        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
-        XCTAssertEqual(report.failure?.id, "2_b.sql")
-        XCTAssertTrue(report.failure?.message.contains("cannot read the migration file") ?? false)
-        try write("CREATE TABLE b (x);", to: project.root.appendingPathComponent("sql/2_b.sql"))
-        try FileManager.default.removeItem(at: project.root.appendingPathComponent("csv/t.csv"))
-        report = try migrator.migrate()
-        XCTAssertEqual(report.failure?.id, "t.csv")
-        XCTAssertTrue(report.failure?.message.contains("cannot open") ?? false, "\(String(describing: report.failure))")
-        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 0)
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifest: """
+                <manifest version="1"><migrations directory="sql"/><seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
+                """, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);", "sql/2_b.sql": "CREATE TABLE b (x INTEGER);", "csv/t.csv": "x\n1\n"])
+            let migrator = try project.migrator()
+            try FileManager.default.removeItem(at: project.root.appendingPathComponent("sql/2_b.sql"))
+            var report = try migrator.migrate()
+            XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
+            XCTAssertEqual(report.failure?.id, "2_b.sql")
+            XCTAssertTrue(report.failure?.message.contains("cannot read the migration file") ?? false)
+            try write("CREATE TABLE b (x INTEGER);", to: project.root.appendingPathComponent("sql/2_b.sql"))
+            try FileManager.default.removeItem(at: project.root.appendingPathComponent("csv/t.csv"))
+            report = try migrator.migrate()
+            XCTAssertEqual(report.failure?.id, "t.csv")
+            XCTAssertTrue(report.failure?.message.contains("cannot open") ?? false, "\(String(describing: report.failure))")
+            XCTAssertEqual(try project.connection().scalar("SELECT count(*) FROM a", as: Int.self), 0)
+        }
     }
 
     func testAManifestChangedBetweenPlanAndMigrateIsRefused() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);"])
-        let plan = try project.strata(["plan", "--format", "json"])
-        let id = try XCTUnwrap((JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])?["planId"] as? String)
-        try project.file("sql/1_a.sql", "CREATE TABLE a (x, y);")
-        try project.file("sql/2_b.sql", "DROP TABLE a;")
-        let refused = try project.strata(["migrate", "--plan-id", id])
-        XCTAssertEqual(refused.status, 3)
-        XCTAssertTrue(refused.stderr.contains("the plan changed since it was reviewed"), refused.stderr)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath + "-journal"))
-        XCTAssertFalse(try project.database().tableExists("a"))
-        let newPlan = try project.migrator().plan()
-        XCTAssertEqual(try project.strata(["migrate", "--plan-id", newPlan.id]).status, 0)
-        XCTAssertTrue(try project.database().tableExists("strata_history"))
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+            let plan = try project.strataOnBackend(["plan", "--format", "json"])
+            let id = try XCTUnwrap((JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])?["planId"] as? String)
+            try project.file("sql/1_a.sql", "CREATE TABLE a (x INTEGER, y INTEGER);")
+            try project.file("sql/2_b.sql", "DROP TABLE a;")
+            let refused = try project.strataOnBackend(["migrate", "--plan-id", id])
+            XCTAssertEqual(refused.status, 3)
+            XCTAssertTrue(refused.stderr.contains("the plan changed since it was reviewed"), refused.stderr)
+            XCTAssertEqual(backend.leftoverFiles(project), [])
+            XCTAssertFalse(try project.connection().tableExists("a"))
+            let newPlan = try project.migrator().plan()
+            XCTAssertEqual(try project.strataOnBackend(["migrate", "--plan-id", newPlan.id]).status, 0)
+            XCTAssertTrue(try project.connection().tableExists("strata_history"))
+        }
+    }
+}
+
+extension TestBackend {
+    /// The database's schema as text in a stable order, to tell two states of one database apart.
+    func schemaText(_ db: any DatabaseConnection) throws -> String {
+        switch kind {
+        case .sqlite: try (db as! Database).canonicalSchema()
+        }
+    }
+
+    /// What the database's own consistency check finds wrong with its storage: nothing when it is intact.
+    func integrityProblems(_ db: any DatabaseConnection) throws -> [String] {
+        switch kind {
+        case .sqlite:
+            let found = try db.rows("PRAGMA integrity_check").map { try $0.get(0, as: String.self) }
+            return found == ["ok"] ? [] : found
+        }
+    }
+
+    /// Lets the database on this connection grow to about `kilobytes` only, so a write needing more fails as on a
+    /// full disk (SQLite: `max_page_count`).
+    func limitSpace(of db: any DatabaseConnection, toKilobytes kilobytes: Int) throws {
+        switch kind {
+        case .sqlite:
+            let pageSize = try XCTUnwrap(try db.scalar("PRAGMA page_size", as: Int.self))
+            try db.execute("PRAGMA max_page_count = \(kilobytes * 1024 / pageSize)")
+        }
+    }
+
+    /// The database's message for a write refused because the disk is full.
+    var diskFullMessage: String {
+        switch kind {
+        case .sqlite: "database or disk is full"
+        }
+    }
+
+    /// Runs `body` with every COMMIT on `db` failing (SQLite: a commit hook that turns each into a rollback).
+    func failingEveryCommit<T>(on db: any DatabaseConnection, _ body: () throws -> T) rethrows -> T {
+        switch kind {
+        case .sqlite:
+            let handle = (db as! Database).handle
+            sqlite3_commit_hook(handle, { _ in 1 }, nil)
+            defer { sqlite3_commit_hook(handle, nil, nil) }
+            return try body()
+        }
+    }
+
+    /// Files beside the project's database that a failed or refused run must not leave (SQLite's rollback journal).
+    func leftoverFiles(_ project: Project) -> [String] {
+        switch kind {
+        case .sqlite: [project.databasePath + "-journal"].filter { FileManager.default.fileExists(atPath: $0) }
+        }
     }
 }
