@@ -52,14 +52,20 @@ final class SQLiteSeedSink: SeedSink {
     private let countsSkips: Bool
     private var createdKeyTable = false
 
-    /// The values of the rows held (row-major), their lines and offsets, and the copies of their bytes.
-    private var values: [ColumnValue]
-    private var lines: [Int]
-    private var offsets: [Int]
-    private var held = 0
-    private var arena = BindArena()
-    private var appended = 0
-    private var skipped = 0
+    /// The statement `set` binds into: the batch statement, or the single-row one when rows go one at a time.
+    private let bindTarget: Statement
+    /// The values of the rows held (row-major), their lines and offsets, and the copies of their bytes. Behind
+    /// pointers, like the counters, so the per-field path pays no dynamic exclusivity checks.
+    private let values: UnsafeMutablePointer<ColumnValue>
+    private let lines: UnsafeMutablePointer<Int>
+    private let offsets: UnsafeMutablePointer<Int>
+    /// [rows held, rows appended, rows skipped]
+    private let counters = UnsafeMutablePointer<Int>.allocate(capacity: 3)
+    private let arena = UnsafeMutablePointer<BindArena>.allocate(capacity: 1)
+    private var held: Int {
+        get { counters[0] }
+        set { counters[0] = newValue }
+    }
 
     init(database: Database, step: SeedStep, tableColumns: [ColumnInfo], columns: [ColumnInfo], keyIndexes: [Int]) throws {
         self.database = database
@@ -73,22 +79,40 @@ final class SQLiteSeedSink: SeedSink {
         countsSkips = step.mode == .ignore
         // Sync mode records each row's key as it goes, so it stays row by row.
         batchSize = step.mode == .sync ? 1 : max(1, min(Self.maximumBatch, database.dialect.maximumParameters / max(width, 1)))
-        values = Array(repeating: .null, count: batchSize * width)
-        lines = Array(repeating: 0, count: batchSize)
-        offsets = Array(repeating: 0, count: batchSize)
-        single = try database.prepare(Self.insertSQL(step, names, rows: 1, tableColumns: tableColumns, orAbort: orAbort))
-        batch = batchSize > 1
+        values = .allocate(capacity: max(batchSize * width, 1))
+        values.initialize(repeating: .null, count: max(batchSize * width, 1))
+        lines = .allocate(capacity: batchSize)
+        lines.initialize(repeating: 0, count: batchSize)
+        offsets = .allocate(capacity: batchSize)
+        offsets.initialize(repeating: 0, count: batchSize)
+        counters.initialize(repeating: 0, count: 3)
+        arena.initialize(to: BindArena())
+        let single = try database.prepare(Self.insertSQL(step, names, rows: 1, tableColumns: tableColumns, orAbort: orAbort))
+        let batch = batchSize > 1
             ? try database.prepare(Self.insertSQL(step, names, rows: batchSize, tableColumns: tableColumns, orAbort: orAbort)) : nil
+        self.single = single
+        self.batch = batch
+        bindTarget = batch ?? single
         keyInsert = nil
         if step.mode == .sync {
             keyInsert = try keyRecorder(keyColumns: keyIndexes.map { columns[$0] })
         }
     }
 
+    deinit {
+        values.deinitialize(count: max(batchSize * width, 1))
+        values.deallocate()
+        lines.deallocate()
+        offsets.deallocate()
+        counters.deallocate()
+        arena.deinitialize(count: 1)
+        arena.deallocate()
+    }
+
     func set(_ value: ColumnValue, at index: Int) {
-        let slot = held * width + index
-        let parameter = Int32(slot + 1)
-        let statement = batch ?? single
+        let slot = held &* width &+ index
+        let parameter = Int32(truncatingIfNeeded: slot &+ 1)
+        let statement = bindTarget
         switch value {
         case .null:
             values[slot] = .null
@@ -100,11 +124,11 @@ final class SQLiteSeedSink: SeedSink {
             values[slot] = value
             statement.bind(double: real, at: parameter)
         case .text(let bytes):
-            let stored = arena.store(bytes)
+            let stored = arena.pointee.store(bytes)
             values[slot] = .text(stored)
             statement.bind(text: stored, at: parameter, copying: false)
         case .blob(let bytes):
-            let stored = arena.store(bytes)
+            let stored = arena.pointee.store(bytes)
             values[slot] = .blob(stored)
             statement.bind(blob: stored, at: parameter)
         }
@@ -114,7 +138,7 @@ final class SQLiteSeedSink: SeedSink {
         lines[held] = line
         offsets[held] = offset
         held += 1
-        appended += 1
+        counters[1] += 1
         if let batch {
             guard held == batchSize else { return }
             do {
@@ -125,7 +149,7 @@ final class SQLiteSeedSink: SeedSink {
                 try replayHeld()
                 throw SeedRejection(cause: .batch, line: lines[0], offset: offsets[0], error: error)
             }
-            if countsSkips { skipped += batchSize - database.changes }
+            if countsSkips { counters[2] += batchSize - database.changes }
             release()
         } else {
             try runSingle(row: 0, bound: true)
@@ -141,7 +165,7 @@ final class SQLiteSeedSink: SeedSink {
         if step.mode == .sync {
             try deleteRowsNotRecorded(keyColumns: keyIndexes.map { names[$0] })
         }
-        return appended - skipped
+        return counters[1] - counters[2]
     }
 
     func close() {
@@ -157,7 +181,7 @@ final class SQLiteSeedSink: SeedSink {
         }
         do {
             try single.run()
-            if countsSkips { skipped += 1 - database.changes }
+            if countsSkips { counters[2] += 1 - database.changes }
             if let keyInsert {
                 for (position, index) in keyIndexes.enumerated() {
                     try bind(values[base + index], to: keyInsert, at: Int32(position + 1))
@@ -178,7 +202,7 @@ final class SQLiteSeedSink: SeedSink {
 
     private func release() {
         held = 0
-        arena.reset()
+        arena.pointee.reset()
     }
 
     private func bind(_ value: ColumnValue, to statement: Statement, at parameter: Int32) throws {
