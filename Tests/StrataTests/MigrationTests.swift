@@ -272,34 +272,6 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql", "3_c.sql"])
     }
 
-    func testLintRefusesTransactionBreakingStatements() throws {
-        let project = try Project(self, files: [
-            "sql/1_fk.sql": "CREATE TABLE a (x);\nPRAGMA foreign_keys = OFF;",
-            "sql/2_vacuum.sql": "-- tidy\n  VACUUM;",
-            "sql/3_tx.sql": "BEGIN;\nCREATE TABLE b (x);\nCOMMIT;",
-            "sql/4_fine.sql": """
-                PRAGMA foreign_keys;
-                CREATE TABLE t (x);
-                CREATE TRIGGER tr AFTER INSERT ON t BEGIN
-                  SELECT CASE WHEN NEW.x > 0 THEN 1 ELSE 0 END;
-                  INSERT INTO t SELECT 'begin; commit; vacuum;' WHERE 0;
-                END;
-                SAVEPOINT s; ROLLBACK TO s; RELEASE s;
-                -- VACUUM in a comment
-                SELECT 'PRAGMA foreign_keys = OFF';
-                """,
-        ])
-        let problems = try project.migrator().lint()
-        XCTAssertEqual(problems.map { "\(($0.location.path as NSString).lastPathComponent):\($0.location.line):\($0.location.column ?? 0)" },
-                       ["1_fk.sql:2:1", "2_vacuum.sql:2:3", "3_tx.sql:1:1", "3_tx.sql:3:1"])
-        XCTAssertTrue(problems[0].message.contains("foreignKeys=\"on\""), problems[0].message)
-        XCTAssertTrue(problems[1].message.contains("transaction=\"none\""), problems[1].message)
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
-        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
-        XCTAssertEqual(Set(refusals.map(\.reason)), [.invalidSQL])
-        XCTAssertFalse(try project.database().tableExists("a"), "nothing runs")
-    }
-
     func testLargeFilesAreCheckedStatementByStatementAndRecordedByChecksumOnly() throws {
         let padding = String(repeating: "-- padding padding padding padding padding padding padding padding\n", count: 70_000)
         let project = try Project(self, files: [
@@ -405,13 +377,6 @@ final class MigrationTests: XCTestCase {
         let error = assertThrows(MigrationError.self) { try migrator.migrate() }
         guard case .lockTimeout(let message)? = error else { return XCTFail("expected a lock timeout, got \(String(describing: error))") }
         XCTAssertTrue(message.contains("write lock"), message)
-    }
-
-    func testSQLLintStatementPositions() {
-        let statements = SQLLint.statements(in: Array("SELECT 1;\n  -- c\n  SELECT 'a;b';\r\nVACUUM".utf8)).statements
-        XCTAssertEqual(statements.map { "\($0.line):\($0.column):\($0.words.first ?? "")" }, ["1:1:SELECT", "3:3:SELECT", "4:1:VACUUM"])
-        let lone = SQLLint.statements(in: Array("SELECT 'é';\r  VACUUM;\r\n\r\n BEGIN".utf8)).statements
-        XCTAssertEqual(lone.map { "\($0.line):\($0.column)" }, ["1:1", "2:3", "4:2"], "a lone CR ends a line too")
     }
 
     // MARK: Files written for goose, sql-migrate and dbmate (issue 11, item 14)
