@@ -1,10 +1,13 @@
-import CSQLite
 import Foundation
 import XCTest
 import Strata
 @testable import StrataCore
 @testable import StrataSQLite
 
+/// The runner on every backend: each file exactly once, drift and checksums, history records, plan and status,
+/// refusals, repair, resolve and baseline, `transaction="none"` outcomes, runners that meet, cancellation, and the
+/// up sections of other tools' files. Tests that need no database (checksums, file formats, `strata new`) run once;
+/// what only SQLite does (its lint, the step lock files' place) is in `SQLiteMigrationTests` or asked of the backend.
 final class MigrationTests: XCTestCase {
     func testAppliesEachFileOnceInNaturalOrderAndRecordsHistory() throws {
         try forEachBackend { backend in
@@ -60,25 +63,27 @@ final class MigrationTests: XCTestCase {
     }
 
     func testCRLFAndBOMEditsAreNotDriftButAChangedCharacterIs() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);\n-- note\n"])
-        XCTAssertEqual(try project.migrator().migrate().applied.count, 1)
-        try project.file("sql/1_a.sql", "\u{FEFF}CREATE TABLE a (x);\r\n-- note\r\n")
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
-        try project.file("sql/1_a.sql", "CREATE TABLE a (x);\r-- note\n")
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied], "a lone CR outside a comment is layout")
-        try project.file("sql/1_a.sql", "CREATE TABLE a (y);\n-- note\n")
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.drifted])
-        try project.file("sql/2_b.sql", "CREATE TABLE b (x);")
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
-        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
-        XCTAssertEqual(refusals.map(\.reason), [.drift])
-        XCTAssertTrue(refusals[0].message.contains("1_a.sql"))
-        XCTAssertFalse(try project.database().tableExists("b"), "drift refuses before doing anything")
-        let repaired = try project.migrator().repair()
-        XCTAssertEqual(repaired.realigned, ["1_a.sql"])
-        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql"])
-        XCTAssertEqual(try project.database().scalar("SELECT applied_sql FROM strata_history WHERE identity = '1_a.sql'", as: String.self),
-                       "CREATE TABLE a (y);\n-- note\n")
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);\n-- note\n"])
+            XCTAssertEqual(try project.migrator().migrate().applied.count, 1)
+            try project.file("sql/1_a.sql", "\u{FEFF}CREATE TABLE a (x INTEGER);\r\n-- note\r\n")
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+            try project.file("sql/1_a.sql", "CREATE TABLE a (x INTEGER);\r-- note\n")
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied], "a lone CR outside a comment is layout")
+            try project.file("sql/1_a.sql", "CREATE TABLE a (y INTEGER);\n-- note\n")
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.drifted])
+            try project.file("sql/2_b.sql", "CREATE TABLE b (x INTEGER);")
+            let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+            guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
+            XCTAssertEqual(refusals.map(\.reason), [.drift])
+            XCTAssertTrue(refusals[0].message.contains("1_a.sql"))
+            XCTAssertFalse(try project.connection().tableExists("b"), "drift refuses before doing anything")
+            let repaired = try project.migrator().repair()
+            XCTAssertEqual(repaired.realigned, ["1_a.sql"])
+            XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql"])
+            XCTAssertEqual(try project.connection().scalar("SELECT applied_sql FROM strata_history WHERE identity = '1_a.sql'", as: String.self),
+                           "CREATE TABLE a (y INTEGER);\n-- note\n")
+        }
     }
 
     func testChecksumNormalisation() throws {
@@ -98,268 +103,283 @@ final class MigrationTests: XCTestCase {
     }
 
     func testMissingFileIsRefusedAndRepairMarksItDeleted() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);"])
-        _ = try project.migrator().migrate()
-        try FileManager.default.removeItem(at: project.root.appendingPathComponent("sql/2_b.sql"))
-        XCTAssertEqual(try project.migrator().status().last?.state, .missing)
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
-        XCTAssertTrue(error?.description.contains("2_b.sql was applied but is no longer in the manifest") ?? false)
-        XCTAssertEqual(try project.migrator().repair().deleted, ["2_b.sql"])
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
-        XCTAssertEqual(try project.migrator().migrate().applied, [])
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);",
+                                                                      "sql/2_b.sql": "CREATE TABLE b (x INTEGER);"])
+            _ = try project.migrator().migrate()
+            try FileManager.default.removeItem(at: project.root.appendingPathComponent("sql/2_b.sql"))
+            XCTAssertEqual(try project.migrator().status().last?.state, .missing)
+            let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+            XCTAssertTrue(error?.description.contains("2_b.sql was applied but is no longer in the manifest") ?? false)
+            XCTAssertEqual(try project.migrator().repair().deleted, ["2_b.sql"])
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+            XCTAssertEqual(try project.migrator().migrate().applied, [])
+        }
     }
 
     func testAFileRestoredAfterRepairIsAppliedNotRunAgain() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "INSERT INTO a VALUES (1);"])
-        _ = try project.migrator().migrate()
-        let moved = project.root.appendingPathComponent("2_b.sql.away")
-        try FileManager.default.moveItem(at: project.root.appendingPathComponent("sql/2_b.sql"), to: moved)
-        XCTAssertEqual(try project.migrator().repair().deleted, ["2_b.sql"])
-        try FileManager.default.moveItem(at: moved, to: project.root.appendingPathComponent("sql/2_b.sql"))
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied])
-        XCTAssertEqual(try project.migrator().plan().steps.map(\.step.id), [])
-        XCTAssertEqual(try project.migrator().migrate().applied, [])
-        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1, "applied once")
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);",
+                                                                      "sql/2_b.sql": "INSERT INTO a VALUES (1);"])
+            _ = try project.migrator().migrate()
+            let moved = project.root.appendingPathComponent("2_b.sql.away")
+            try FileManager.default.moveItem(at: project.root.appendingPathComponent("sql/2_b.sql"), to: moved)
+            XCTAssertEqual(try project.migrator().repair().deleted, ["2_b.sql"])
+            try FileManager.default.moveItem(at: moved, to: project.root.appendingPathComponent("sql/2_b.sql"))
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied])
+            XCTAssertEqual(try project.migrator().plan().steps.map(\.step.id), [])
+            XCTAssertEqual(try project.migrator().migrate().applied, [])
+            XCTAssertEqual(try project.connection().scalar("SELECT count(*) FROM a", as: Int.self), 1, "applied once")
 
-        // A different file under the deleted name is drift, not a new step.
-        try project.file("sql/2_b.sql", "INSERT INTO a VALUES (2);")
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .drifted])
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
-        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
-        XCTAssertEqual(refusals.map(\.reason), [.drift])
-        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1)
+            // A different file under the deleted name is drift, not a new step.
+            try project.file("sql/2_b.sql", "INSERT INTO a VALUES (2);")
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .drifted])
+            let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+            guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
+            XCTAssertEqual(refusals.map(\.reason), [.drift])
+            XCTAssertEqual(try project.connection().scalar("SELECT count(*) FROM a", as: Int.self), 1)
+        }
     }
 
     func testOutOfOrderIsAppliedAndStrictOrderRefuses() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/3_c.sql": "CREATE TABLE c (x);"])
-        _ = try project.migrator().migrate()
-        try project.file("sql/2_b.sql", "CREATE TABLE b (x);")
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate(MigrationOptions(strictOrder: true)) }
-        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
-        XCTAssertEqual(refusals.first?.reason, .outOfOrder)
-        XCTAssertTrue(refusals.first?.message.contains("2_b.sql") ?? false)
-        let report = try project.migrator().migrate()
-        XCTAssertEqual(report.applied.map(\.id), ["2_b.sql"])
-        XCTAssertEqual(report.applied.first?.reason, .outOfOrder)
-        XCTAssertTrue(try project.database().tableExists("b"))
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);",
+                                                                      "sql/3_c.sql": "CREATE TABLE c (x INTEGER);"])
+            _ = try project.migrator().migrate()
+            try project.file("sql/2_b.sql", "CREATE TABLE b (x INTEGER);")
+            let error = assertThrows(MigrationError.self) { try project.migrator().migrate(MigrationOptions(strictOrder: true)) }
+            guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
+            XCTAssertEqual(refusals.first?.reason, .outOfOrder)
+            XCTAssertTrue(refusals.first?.message.contains("2_b.sql") ?? false)
+            let report = try project.migrator().migrate()
+            XCTAssertEqual(report.applied.map(\.id), ["2_b.sql"])
+            XCTAssertEqual(report.applied.first?.reason, .outOfOrder)
+            XCTAssertTrue(try project.connection().tableExists("b"))
+        }
     }
 
     func testTransactionNoneFileRunsOutsideATransaction() throws {
-        let project = try Project(self, manifest: """
-            <manifest version="1"><migrations directory="sql"><migration file="2_vacuum.sql" transaction="none"/></migrations></manifest>
-            """, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_vacuum.sql": "VACUUM;"])
-        let report = try project.migrator().migrate()
-        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql", "2_vacuum.sql"])
-        XCTAssertEqual(try project.database().scalar("SELECT state FROM strata_history WHERE identity = '2_vacuum.sql'", as: String.self), "applied")
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifestBody: """
+                <migrations directory="sql"><migration file="2_vacuum.sql" transaction="none"/></migrations>
+                """, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);", "sql/2_vacuum.sql": backend.statementOnlyOutsideATransaction])
+            let report = try project.migrator().migrate()
+            XCTAssertEqual(report.applied.map(\.id), ["1_a.sql", "2_vacuum.sql"])
+            XCTAssertEqual(try project.connection().scalar("SELECT state FROM strata_history WHERE identity = '2_vacuum.sql'", as: String.self),
+                           "applied")
+        }
     }
 
     func testDirtyTransactionNoneFileBlocksUntilResolved() throws {
-        let project = try Project(self, manifest: """
-            <manifest version="1"><migrations directory="sql"><migration file="2_none.sql" transaction="none"/></migrations></manifest>
-            """, files: [
-                "sql/1_a.sql": "CREATE TABLE a (x);",
-                "sql/2_none.sql": "INSERT INTO a VALUES (1);\nINSERT INTO nowhere VALUES (2);",
-                "sql/3_c.sql": "CREATE TABLE c (x);",
-            ])
-        let first = try project.migrator().migrate()
-        XCTAssertEqual(first.failure?.id, "2_none.sql")
-        XCTAssertEqual(first.failure?.line, 2)
-        XCTAssertEqual(try project.database().scalar("SELECT state FROM strata_history WHERE identity = '2_none.sql'", as: String.self), "failed")
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .dirty, .pending])
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifestBody: """
+                <migrations directory="sql"><migration file="2_none.sql" transaction="none"/></migrations>
+                """, files: [
+                    "sql/1_a.sql": "CREATE TABLE a (x INTEGER);",
+                    "sql/2_none.sql": "INSERT INTO a VALUES (1);\nINSERT INTO nowhere VALUES (2);",
+                    "sql/3_c.sql": "CREATE TABLE c (x INTEGER);",
+                ])
+            let first = try project.migrator().migrate()
+            XCTAssertEqual(first.failure?.id, "2_none.sql")
+            XCTAssertEqual(first.failure?.line, 2)
+            XCTAssertEqual(try project.connection().scalar("SELECT state FROM strata_history WHERE identity = '2_none.sql'", as: String.self),
+                           "failed")
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .dirty, .pending])
 
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
-        XCTAssertTrue(error?.description.contains("strata resolve 2_none.sql --applied") ?? false, "\(String(describing: error))")
-        XCTAssertFalse(try project.database().tableExists("c"))
+            let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+            XCTAssertTrue(error?.description.contains("strata resolve 2_none.sql --applied") ?? false, "\(String(describing: error))")
+            XCTAssertFalse(try project.connection().tableExists("c"))
 
-        // A human removes the partial effect, fixes the file, and tells Strata it was rolled back.
-        try project.database().execute("DELETE FROM a")
-        try project.file("sql/2_none.sql", "INSERT INTO a VALUES (1);")
-        try project.migrator().resolve("2_none.sql", as: .rolledBack)
-        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_none.sql", "3_c.sql"])
-        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 1)
-        XCTAssertThrowsError(try project.migrator().resolve("2_none.sql", as: .applied), "only dirty steps resolve")
+            // A human removes the partial effect, fixes the file, and tells Strata it was rolled back.
+            try project.connection().execute("DELETE FROM a")
+            try project.file("sql/2_none.sql", "INSERT INTO a VALUES (1);")
+            try project.migrator().resolve("2_none.sql", as: .rolledBack)
+            XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_none.sql", "3_c.sql"])
+            XCTAssertEqual(try project.connection().scalar("SELECT count(*) FROM a", as: Int.self), 1)
+            XCTAssertThrowsError(try project.migrator().resolve("2_none.sql", as: .applied), "only dirty steps resolve")
+        }
     }
 
     func testCrashedRunnerLeavesDirtyStateAndResolveAppliedRecordsIt() throws {
-        let project = try Project(self, manifest: """
-            <manifest version="1"><migrations directory="sql"><migration file="1_none.sql" transaction="none"/></migrations></manifest>
-            """, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
-        let db = try project.database()
-        try HistoryStore(database: db).create()
-        // What a process killed during the file leaves behind: a running row whose process is gone.
-        try db.execute("""
-            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner)
-            VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', 'running', '0', ?)
-            """, ["\(ProcessInfo.processInfo.hostName):2147483000"])
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.dirty])
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
-        XCTAssertTrue(error?.description.contains("never finished") ?? false, "\(String(describing: error))")
-        try project.migrator().resolve("1_none.sql", as: .applied)
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifestBody: noneStepMigrations,
+                                      files: ["sql/1_none.sql": "CREATE TABLE a (x INTEGER);"])
+            let db = try project.connection()
+            try db.history.create()
+            // What a process killed during the file leaves behind: a running row whose process is gone.
+            try db.execute("""
+                INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner)
+                VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', 'running', '0', \(db.dialect.placeholder(1)))
+                """, ["\(ProcessInfo.processInfo.hostName):2147483000"])
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.dirty])
+            let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
+            XCTAssertTrue(error?.description.contains("never finished") ?? false, "\(String(describing: error))")
+            try project.migrator().resolve("1_none.sql", as: .applied)
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+        }
     }
 
     /// The history row a runner leaves for a `transaction="none"` step, with `runner` naming a live process.
     private func recordNoneStep(_ project: Project, state: String, runner: String) throws {
-        let db = try project.database()
-        try HistoryStore(database: db).create()
+        let db = try project.connection()
+        try db.history.create()
+        let parameter = db.dialect.placeholder
         try db.execute("""
             INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner, error)
-            VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', ?, '0', ?, ?)
+            VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', \(parameter(1)), '0', \(parameter(2)), \(parameter(3)))
             """, [state, runner, state == "failed" ? "sql/1_none.sql:1:1: no such table: t" : nil])
     }
 
-    private var noneStepManifest: String {
-        #"<manifest version="1"><migrations directory="sql"><migration file="1_none.sql" transaction="none"/></migrations></manifest>"#
+    /// The `<migrations>` of a project whose one file runs with `transaction="none"`.
+    private var noneStepMigrations: String {
+        #"<migrations directory="sql"><migration file="1_none.sql" transaction="none"/></migrations>"#
     }
 
     func testAFailedStepIsDirtyEvenWhenItsRunnerPIDIsAlive() throws {
-        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
-        // Our parent process is alive: pid reuse (small pids in containers) makes a live pid mean nothing.
-        try recordNoneStep(project, state: "failed", runner: "\(ProcessInfo.processInfo.hostName):\(getppid())")
-        let migrator = try project.migrator()
-        let plan = try migrator.plan()
-        XCTAssertEqual(plan.steps.map(\.step.id), [], "a failed step is not being applied")
-        XCTAssertEqual(plan.refusals.map(\.reason), [.dirty])
-        let error = assertThrows(MigrationError.self) { try migrator.migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
-        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
-        XCTAssertTrue(refusals.first?.message.contains("failed part-way") ?? false, refusals.first?.message ?? "")
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifestBody: noneStepMigrations,
+                                      files: ["sql/1_none.sql": "CREATE TABLE a (x INTEGER);"])
+            // Our parent process is alive: pid reuse (small pids in containers) makes a live pid mean nothing.
+            try recordNoneStep(project, state: "failed", runner: "\(ProcessInfo.processInfo.hostName):\(getppid())")
+            let migrator = try project.migrator()
+            let plan = try migrator.plan()
+            XCTAssertEqual(plan.steps.map(\.step.id), [], "a failed step is not being applied")
+            XCTAssertEqual(plan.refusals.map(\.reason), [.dirty])
+            let error = assertThrows(MigrationError.self) { try migrator.migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+            guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
+            XCTAssertTrue(refusals.first?.message.contains("failed part-way") ?? false, refusals.first?.message ?? "")
+        }
     }
 
     func testARunningStepWithoutItsLockIsDirtyEvenWhenItsRunnerPIDIsAlive() throws {
-        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
-        try recordNoneStep(project, state: "running", runner: "\(ProcessInfo.processInfo.hostName):\(getppid())")
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
-        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
-        XCTAssertTrue(refusals.first?.message.contains("never finished") ?? false, refusals.first?.message ?? "")
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifestBody: noneStepMigrations,
+                                      files: ["sql/1_none.sql": "CREATE TABLE a (x INTEGER);"])
+            try recordNoneStep(project, state: "running", runner: "\(ProcessInfo.processInfo.hostName):\(getppid())")
+            let error = assertThrows(MigrationError.self) { try project.migrator().migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+            guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal, got \(String(describing: error))") }
+            XCTAssertTrue(refusals.first?.message.contains("never finished") ?? false, refusals.first?.message ?? "")
+        }
     }
 
     func testARunningStepUnderItsLockIsWaitedForWhateverItsPID() throws {
-        let project = try Project(self, manifest: noneStepManifest, files: ["sql/1_none.sql": "CREATE TABLE a (x);"])
-        // A pid that cannot exist: liveness must come from the lock, not from the pid.
-        try recordNoneStep(project, state: "running", runner: "\(ProcessInfo.processInfo.hostName):2147483000")
-        let lock = try XCTUnwrap(try StepLock.acquire(databasePath: project.databasePath, kind: .migration, id: "1_none.sql"))
-        XCTAssertTrue(FileManager.default.fileExists(atPath: StepLock.path(databasePath: project.databasePath, kind: .migration, id: "1_none.sql")))
-        XCTAssertNil(try StepLock.acquire(databasePath: project.databasePath, kind: .migration, id: "1_none.sql"),
-                     "a second open file description cannot take it, even in this process")
-        let migrator = try project.migrator()
-        XCTAssertEqual(try migrator.plan().steps.map(\.step.id), ["1_none.sql"], "being applied: listed, not refused")
-        XCTAssertEqual(try migrator.plan().refusals, [])
-        let error = assertThrows(MigrationError.self) { try migrator.migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
-        guard case .lockTimeout(let message)? = error else { return XCTFail("expected to wait, got \(String(describing: error))") }
-        XCTAssertTrue(message.contains("1_none.sql is being applied by another process"), message)
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifestBody: noneStepMigrations,
+                                      files: ["sql/1_none.sql": "CREATE TABLE a (x INTEGER);"])
+            // A pid that cannot exist: liveness must come from the lock, not from the pid.
+            try recordNoneStep(project, state: "running", runner: "\(ProcessInfo.processInfo.hostName):2147483000")
+            let holder = try project.connection()
+            let lock = try XCTUnwrap(try holder.stepLocks.claim(kind: .migration, id: "1_none.sql"))
+            XCTAssertTrue(try backend.stepLockExists(project, kind: .migration, id: "1_none.sql"))
+            XCTAssertNil(try project.connection().stepLocks.claim(kind: .migration, id: "1_none.sql"),
+                         "another claim cannot take it, even in this process (on SQLite: a second open file description)")
+            let migrator = try project.migrator()
+            XCTAssertEqual(try migrator.plan().steps.map(\.step.id), ["1_none.sql"], "being applied: listed, not refused")
+            XCTAssertEqual(try migrator.plan().refusals, [])
+            let error = assertThrows(MigrationError.self) { try migrator.migrate(MigrationOptions(waitTimeout: .milliseconds(300))) }
+            guard case .lockTimeout(let message)? = error else { return XCTFail("expected to wait, got \(String(describing: error))") }
+            XCTAssertTrue(message.contains("1_none.sql is being applied by another process"), message)
 
-        lock.release()
-        XCTAssertEqual(try migrator.plan().refusals.map(\.reason), [.dirty], "the lock is gone: the runner died")
+            lock.release()
+            XCTAssertEqual(try migrator.plan().refusals.map(\.reason), [.dirty], "the lock is gone: the runner died")
+            withExtendedLifetime(holder) {}
+        }
     }
 
     func testCancellationStopsBetweenStepsAndNamesWhatDidNotRun() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);",
-                                                "sql/3_c.sql": "CREATE TABLE c (x);"])
-        let cancellation = MigrationCancellation()
-        // Cancelled while step 1 runs (its start event): it finishes and is recorded, nothing after it starts.
-        let report = try project.migrator().migrate(MigrationOptions(cancellation: cancellation)) { event in
-            if case .started(let step, _) = event, step.id == "1_a.sql" { cancellation.cancel() }
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);",
+                                                                      "sql/2_b.sql": "CREATE TABLE b (x INTEGER);",
+                                                                      "sql/3_c.sql": "CREATE TABLE c (x INTEGER);"])
+            let cancellation = MigrationCancellation()
+            // Cancelled while step 1 runs (its start event): it finishes and is recorded, nothing after it starts.
+            let report = try project.migrator().migrate(MigrationOptions(cancellation: cancellation)) { event in
+                if case .started(let step, _) = event, step.id == "1_a.sql" { cancellation.cancel() }
+            }
+            XCTAssertTrue(report.cancelled)
+            XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
+            XCTAssertEqual(report.notRun, ["2_b.sql", "3_c.sql"])
+            XCTAssertNil(report.failure)
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .pending, .pending])
+
+            let again = try project.migrator().migrate(MigrationOptions(cancellation: cancellation))
+            XCTAssertEqual(again.applied, [], "already cancelled: nothing starts")
+            XCTAssertEqual(again.notRun, ["2_b.sql", "3_c.sql"])
+            XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql", "3_c.sql"])
         }
-        XCTAssertTrue(report.cancelled)
-        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
-        XCTAssertEqual(report.notRun, ["2_b.sql", "3_c.sql"])
-        XCTAssertNil(report.failure)
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .pending, .pending])
-
-        let again = try project.migrator().migrate(MigrationOptions(cancellation: cancellation))
-        XCTAssertEqual(again.applied, [], "already cancelled: nothing starts")
-        XCTAssertEqual(again.notRun, ["2_b.sql", "3_c.sql"])
-        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql", "3_c.sql"])
-    }
-
-    func testLintRefusesTransactionBreakingStatements() throws {
-        let project = try Project(self, files: [
-            "sql/1_fk.sql": "CREATE TABLE a (x);\nPRAGMA foreign_keys = OFF;",
-            "sql/2_vacuum.sql": "-- tidy\n  VACUUM;",
-            "sql/3_tx.sql": "BEGIN;\nCREATE TABLE b (x);\nCOMMIT;",
-            "sql/4_fine.sql": """
-                PRAGMA foreign_keys;
-                CREATE TABLE t (x);
-                CREATE TRIGGER tr AFTER INSERT ON t BEGIN
-                  SELECT CASE WHEN NEW.x > 0 THEN 1 ELSE 0 END;
-                  INSERT INTO t SELECT 'begin; commit; vacuum;' WHERE 0;
-                END;
-                SAVEPOINT s; ROLLBACK TO s; RELEASE s;
-                -- VACUUM in a comment
-                SELECT 'PRAGMA foreign_keys = OFF';
-                """,
-        ])
-        let problems = try project.migrator().lint()
-        XCTAssertEqual(problems.map { "\(($0.location.path as NSString).lastPathComponent):\($0.location.line):\($0.location.column ?? 0)" },
-                       ["1_fk.sql:2:1", "2_vacuum.sql:2:3", "3_tx.sql:1:1", "3_tx.sql:3:1"])
-        XCTAssertTrue(problems[0].message.contains("foreignKeys=\"on\""), problems[0].message)
-        XCTAssertTrue(problems[1].message.contains("transaction=\"none\""), problems[1].message)
-        let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
-        guard case .refused(let refusals)? = error else { return XCTFail("expected a refusal") }
-        XCTAssertEqual(Set(refusals.map(\.reason)), [.invalidSQL])
-        XCTAssertFalse(try project.database().tableExists("a"), "nothing runs")
     }
 
     func testLargeFilesAreCheckedStatementByStatementAndRecordedByChecksumOnly() throws {
-        let padding = String(repeating: "-- padding padding padding padding padding padding padding padding\n", count: 70_000)
-        let project = try Project(self, files: [
-            "sql/1_big.sql": "CREATE TABLE a (x);\n" + padding + "INSERT INTO a VALUES (1);\n",
-            "sql/2_big.sql": "CREATE TABLE b (x);\n" + padding + "PRAGMA foreign_keys = OFF;\n",
-        ])
-        XCTAssertGreaterThan(padding.utf8.count, Migrator.lintSizeLimit)
-        XCTAssertEqual(try project.migrator().lint(), [], "files above the lint limit are not read ahead of time")
-        XCTAssertEqual(try project.migrator().lintWarnings().map { ($0.location.path as NSString).lastPathComponent },
-                       ["1_big.sql", "2_big.sql"], "but validate says so")
-        let validate = try project.strata(["validate"])
-        XCTAssertEqual(validate.status, 0)
-        XCTAssertTrue(validate.stderr.contains("sql/2_big.sql:1: not checked ahead of time (4 MiB"), validate.stderr)
-        let report = try project.migrator().migrate()
-        XCTAssertEqual(report.applied.map(\.id), ["1_big.sql"])
-        let failure = try XCTUnwrap(report.failure)
-        XCTAssertEqual(failure.line, 70_002)
-        XCTAssertTrue(failure.message.contains("PRAGMA foreign_keys is silently ignored"), failure.message)
-        let db = try project.database()
-        XCTAssertFalse(try db.tableExists("b"))
-        XCTAssertEqual(try db.scalar("SELECT applied_sql IS NULL FROM strata_history WHERE identity = '1_big.sql'", as: Bool.self), true)
-        XCTAssertEqual(try project.migrator().status().first?.state, .applied)
+        try forEachBackend { backend in
+            let padding = String(repeating: "-- padding padding padding padding padding padding padding padding\n", count: 70_000)
+            let refused = backend.statementRefusedInATransactionalFile
+            let project = try Project(self, backend: backend, files: [
+                "sql/1_big.sql": "CREATE TABLE a (x INTEGER);\n" + padding + "INSERT INTO a VALUES (1);\n",
+                "sql/2_big.sql": "CREATE TABLE b (x INTEGER);\n" + padding + refused.sql + "\n",
+            ])
+            XCTAssertGreaterThan(padding.utf8.count, Migrator.lintSizeLimit)
+            XCTAssertEqual(try project.migrator().lint(), [], "files above the lint limit are not read ahead of time")
+            XCTAssertEqual(try project.migrator().lintWarnings().map { ($0.location.path as NSString).lastPathComponent },
+                           ["1_big.sql", "2_big.sql"], "but validate says so")
+            let validate = try project.strata(["validate"])
+            XCTAssertEqual(validate.status, 0)
+            XCTAssertTrue(validate.stderr.contains("sql/2_big.sql:1: not checked ahead of time (4 MiB"), validate.stderr)
+            let report = try project.migrator().migrate()
+            XCTAssertEqual(report.applied.map(\.id), ["1_big.sql"])
+            let failure = try XCTUnwrap(report.failure)
+            XCTAssertEqual(failure.line, 70_002)
+            XCTAssertTrue(failure.message.contains(refused.message), failure.message)
+            let db = try project.connection()
+            XCTAssertFalse(try db.tableExists("b"))
+            XCTAssertEqual(try db.scalar("SELECT applied_sql IS NULL FROM strata_history WHERE identity = '1_big.sql'", as: Bool.self), true)
+            XCTAssertEqual(try project.migrator().status().first?.state, .applied)
+        }
     }
 
     func testForeignKeyCheckNamesViolatingRows() throws {
-        let project = try Project(self, files: [
-            "sql/1_a.sql": "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);\nINSERT INTO child VALUES (7, 42);",
-        ])
-        let report = try project.migrator().migrate()
-        let failure = try XCTUnwrap(report.failure)
-        XCTAssertTrue(failure.message.contains("child row 7 references a missing row in parent"), failure.message)
-        XCTAssertFalse(try project.database().tableExists("child"))
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: [
+                "sql/1_a.sql": "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);\nINSERT INTO child VALUES (7, 42);",
+            ])
+            let report = try project.migrator().migrate()
+            let failure = try XCTUnwrap(report.failure)
+            XCTAssertTrue(failure.message.contains(backend.foreignKeyViolation(table: "child", key: 7, parent: "parent")), failure.message)
+            XCTAssertFalse(try project.connection().tableExists("child"))
+        }
     }
 
     func testBaselineRecordsWithoutRunning() throws {
-        let project = try Project(self, files: [
-            "sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);", "sql/3_c.sql": "CREATE TABLE c (x);",
-        ])
-        let db = try project.database()
-        try db.executeScript("CREATE TABLE a (x); CREATE TABLE b (x);")
-        XCTAssertEqual(try project.migrator().baseline(through: "2_b.sql"), ["1_a.sql", "2_b.sql"])
-        XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .pending])
-        XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["3_c.sql"])
-        XCTAssertEqual(try project.migrator().baseline(through: "3_c.sql"), [])
-        XCTAssertThrowsError(try project.migrator().baseline(through: "9_z.sql"))
-        XCTAssertEqual(try db.scalar("SELECT state FROM strata_history WHERE identity = '1_a.sql'", as: String.self), "baseline")
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: [
+                "sql/1_a.sql": "CREATE TABLE a (x INTEGER);", "sql/2_b.sql": "CREATE TABLE b (x INTEGER);",
+                "sql/3_c.sql": "CREATE TABLE c (x INTEGER);",
+            ])
+            let db = try project.connection()
+            try db.execute("CREATE TABLE a (x INTEGER)")
+            try db.execute("CREATE TABLE b (x INTEGER)")
+            XCTAssertEqual(try project.migrator().baseline(through: "2_b.sql"), ["1_a.sql", "2_b.sql"])
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .pending])
+            XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["3_c.sql"])
+            XCTAssertEqual(try project.migrator().baseline(through: "3_c.sql"), [])
+            XCTAssertThrowsError(try project.migrator().baseline(through: "9_z.sql"))
+            XCTAssertEqual(try db.scalar("SELECT state FROM strata_history WHERE identity = '1_a.sql'", as: String.self), "baseline")
+        }
     }
 
     func testPlanAndStatusWriteNothing() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);", "sql/2_b.sql": "CREATE TABLE b (x);"])
-        try project.database().execute("CREATE TABLE existing (x)")
-        let before = try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
-        let migrator = Migrator(manifest: try project.manifest(),
-                                database: try Database(path: project.databasePath, configuration: .init(readOnly: true)))
-        let plan = try migrator.plan()
-        XCTAssertEqual(plan.steps.map(\.step.id), ["1_a.sql", "2_b.sql"])
-        XCTAssertEqual(plan.refusals, [])
-        XCTAssertEqual(try migrator.status().map(\.state), [.pending, .pending])
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: project.databasePath)), before)
-        XCTAssertFalse(try project.database().tableExists("strata_history"))
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);",
+                                                                      "sql/2_b.sql": "CREATE TABLE b (x INTEGER);"])
+            try project.connection().execute("CREATE TABLE existing (x INTEGER)")
+            let before = try backend.storedContent(project)
+            let migrator = Migrator(manifest: try project.manifest(), database: try backend.openReadOnly(project))
+            let plan = try migrator.plan()
+            XCTAssertEqual(plan.steps.map(\.step.id), ["1_a.sql", "2_b.sql"])
+            XCTAssertEqual(plan.refusals, [])
+            XCTAssertEqual(try migrator.status().map(\.state), [.pending, .pending])
+            XCTAssertEqual(try backend.storedContent(project), before)
+            XCTAssertFalse(try project.connection().tableExists("strata_history"))
+        }
     }
 
     func testNewMigrationTakesTheNextSortablePrefix() throws {
@@ -397,21 +417,19 @@ final class MigrationTests: XCTestCase {
     }
 
     func testLockHeldByAnotherConnectionTimesOutWithAClearMessage() throws {
-        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x);"])
-        let holder = try project.database()
-        try holder.execute("BEGIN IMMEDIATE")
-        defer { try? holder.execute("ROLLBACK") }
-        let migrator = try project.migrator(configuration: .init(busyTimeout: .milliseconds(300)))
-        let error = assertThrows(MigrationError.self) { try migrator.migrate() }
-        guard case .lockTimeout(let message)? = error else { return XCTFail("expected a lock timeout, got \(String(describing: error))") }
-        XCTAssertTrue(message.contains("write lock"), message)
-    }
-
-    func testSQLLintStatementPositions() {
-        let statements = SQLLint.statements(in: Array("SELECT 1;\n  -- c\n  SELECT 'a;b';\r\nVACUUM".utf8)).statements
-        XCTAssertEqual(statements.map { "\($0.line):\($0.column):\($0.words.first ?? "")" }, ["1:1:SELECT", "3:3:SELECT", "4:1:VACUUM"])
-        let lone = SQLLint.statements(in: Array("SELECT 'é';\r  VACUUM;\r\n\r\n BEGIN".utf8)).statements
-        XCTAssertEqual(lone.map { "\($0.line):\($0.column)" }, ["1:1", "2:3", "4:2"], "a lone CR ends a line too")
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+            let holder = try project.connection()
+            // The holder's write lock is released when the closure returns; nothing is written under it.
+            try holder.withWriteLock {
+                let migrator = try project.migrator(timeout: .milliseconds(300))
+                let error = assertThrows(MigrationError.self) { try migrator.migrate() }
+                guard case .lockTimeout(let message)? = error else {
+                    return XCTFail("expected a lock timeout, got \(String(describing: error))")
+                }
+                XCTAssertTrue(message.contains("write lock"), message)
+            }
+        }
     }
 
     // MARK: Files written for goose, sql-migrate and dbmate (issue 11, item 14)
@@ -470,41 +488,50 @@ final class MigrationTests: XCTestCase {
         """
 
     func testUpSectionOfRealGooseSQLMigrateAndDbmateFiles() throws {
-        let cases: [(MigrationFormat, String, startLine: Int, endMarker: String, table: String)] = [
-            (.goose, Self.gooseFile, 2, "-- +goose Down", "users"),
-            (.sqlMigrate, Self.sqlMigrateFile, 3, "-- +migrate Down", "people"),
-            (.dbmate, Self.dbmateFile, 2, "-- migrate:down", "posts"),
-        ]
-        for (format, text, startLine, endMarker, table) in cases {
-            let bytes = Array(text.utf8)
-            let section = try format.upSection(of: bytes)
-            let up = String(decoding: bytes[section.range], as: UTF8.self)
-            XCTAssertEqual(section.startLine, startLine, "\(format)")
-            XCTAssertTrue(section.runsInTransaction)
-            let lines = text.components(separatedBy: "\n")
-            let downLine = try XCTUnwrap(lines.firstIndex(of: endMarker))
-            XCTAssertEqual(up, lines[(startLine - 1)..<downLine].joined(separator: "\n") + "\n",
-                           "the up section is exactly the lines between the markers (\(format))")
-            XCTAssertFalse(up.lowercased().contains("drop table"), "\(format)")
-            // How the executor runs it: only the up section; the table stays.
-            let db = try Database(.inMemory)
-            try db.executeScript(up)
-            XCTAssertTrue(try db.tableExists(table), "\(format)")
-            // Line endings do not move the section's lines, and a BOM before the marker is not SQL.
-            let crlf = Array(("\u{FEFF}" + text.replacingOccurrences(of: "\n", with: "\r\n")).utf8)
-            let crlfSection = try format.upSection(of: crlf)
-            XCTAssertEqual(crlfSection.startLine, startLine)
-            XCTAssertEqual(String(decoding: crlf[crlfSection.range], as: UTF8.self), up.replacingOccurrences(of: "\n", with: "\r\n"))
+        try forEachBackend { backend in
+            let files = backend.toolFiles
+            let cases: [(MigrationFormat, String, startLine: Int, endMarker: String, table: String)] = [
+                (.goose, files.goose, 2, "-- +goose Down", "users"),
+                (.sqlMigrate, files.sqlMigrate, 3, "-- +migrate Down", "people"),
+                (.dbmate, files.dbmate, 2, "-- migrate:down", "posts"),
+            ]
+            let db = try Project(self, backend: backend, files: [:]).connection()
+            for (format, text, startLine, endMarker, table) in cases {
+                let bytes = Array(text.utf8)
+                let section = try format.upSection(of: bytes)
+                let up = String(decoding: bytes[section.range], as: UTF8.self)
+                XCTAssertEqual(section.startLine, startLine, "\(format)")
+                XCTAssertTrue(section.runsInTransaction)
+                let lines = text.components(separatedBy: "\n")
+                let downLine = try XCTUnwrap(lines.firstIndex(of: endMarker))
+                XCTAssertEqual(up, lines[(startLine - 1)..<downLine].joined(separator: "\n") + "\n",
+                               "the up section is exactly the lines between the markers (\(format))")
+                XCTAssertFalse(up.lowercased().contains("drop table"), "\(format)")
+                // How the executor runs it: only the up section; the table stays.
+                try db.withTransaction {
+                    try db.runScript(Array(up.utf8), startLine: 1, insideTransaction: true, afterEach: nil)
+                }
+                XCTAssertTrue(try db.tableExists(table), "\(format)")
+                // Line endings do not move the section's lines, and a BOM before the marker is not SQL.
+                let crlf = Array(("\u{FEFF}" + text.replacingOccurrences(of: "\n", with: "\r\n")).utf8)
+                let crlfSection = try format.upSection(of: crlf)
+                XCTAssertEqual(crlfSection.startLine, startLine)
+                XCTAssertEqual(String(decoding: crlf[crlfSection.range], as: UTF8.self), up.replacingOccurrences(of: "\n", with: "\r\n"))
+            }
         }
     }
 
     func testSectionErrorsKeepTheFilesLineNumbers() throws {
-        let text = "-- +goose Up\nCREATE TABLE a (x);\n\nINSERT INTO missing VALUES (1);\n-- +goose Down\nDROP TABLE a;\n"
+        let text = "-- +goose Up\nCREATE TABLE a (x INTEGER);\n\nINSERT INTO missing VALUES (1);\n-- +goose Down\nDROP TABLE a;\n"
         let bytes = Array(text.utf8)
         let section = try MigrationFormat.goose.upSection(of: bytes)
-        let db = try Database(.inMemory)
-        let error = assertThrows(DatabaseError.self) { try db.executeScript(String(decoding: bytes[section.range], as: UTF8.self)) }
-        XCTAssertEqual(error.flatMap { $0.line }.map { $0 + section.startLine - 1 }, 4, "line in the section + startLine - 1 = line in the file")
+        try forEachBackend { backend in
+            let db = try Project(self, backend: backend, files: [:]).connection()
+            let error = assertThrows(DatabaseError.self) {
+                try db.runScript(Array(bytes[section.range]), startLine: 1, insideTransaction: false, afterEach: nil)
+            }
+            XCTAssertEqual(error.flatMap { $0.line }.map { $0 + section.startLine - 1 }, 4, "line in the section + startLine - 1 = line in the file")
+        }
     }
 
     func testEachToolsNoTransactionOption() throws {
@@ -574,36 +601,112 @@ final class MigrationTests: XCTestCase {
     }
 
     func testLintReadsOnlyTheUpSectionWithTheFilesLines() throws {
-        let project = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#, files: [
-            "sql/1_a.sql": "-- +goose Up\nCREATE TABLE a (x);\n-- +goose Down\nVACUUM;\n",
-            "sql/2_b.sql": "-- +goose Up\n\nCREATE TABLE b (x);\n\n  VACUUM;\n-- +goose Down\nDROP TABLE b;\n",
-        ])
-        let problems = try project.migrator().lint()
-        XCTAssertEqual(problems.count, 1, "the down section of 1_a.sql is not linted: \(problems)")
-        XCTAssertTrue(problems.first?.location.path.hasSuffix("sql/2_b.sql") ?? false)
-        XCTAssertEqual(problems.first?.location.line, 5, "the file's line, not the section's")
-        XCTAssertEqual(problems.first?.location.column, 3)
+        try forEachBackend { backend in
+            let outside = backend.statementOnlyOutsideATransaction
+            let project = try Project(self, backend: backend, manifestBody: #"<migrations directory="sql" format="goose"/>"#, files: [
+                "sql/1_a.sql": "-- +goose Up\nCREATE TABLE a (x INTEGER);\n-- +goose Down\n\(outside)\n",
+                "sql/2_b.sql": "-- +goose Up\n\nCREATE TABLE b (x INTEGER);\n\n  \(outside)\n-- +goose Down\nDROP TABLE b;\n",
+            ])
+            let problems = try project.migrator().lint()
+            XCTAssertEqual(problems.count, 1, "the down section of 1_a.sql is not linted: \(problems)")
+            XCTAssertTrue(problems.first?.location.path.hasSuffix("sql/2_b.sql") ?? false)
+            XCTAssertEqual(problems.first?.location.line, 5, "the file's line, not the section's")
+            XCTAssertEqual(problems.first?.location.column, 3)
+        }
     }
 
     func testAFileInAnotherToolsFormatNeverRunsWhole() throws {
-        let project = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#,
-                                  files: ["sql/1_users.sql": Self.gooseFile])
-        let migrator = try project.migrator()
-        XCTAssertNil(try migrator.migrate().failure)
-        let db = try project.database()
-        XCTAssertTrue(try db.tableExists("users"), "the up section ran and the down section did not")
-        XCTAssertEqual(try db.scalar("SELECT applied_sql FROM strata_history", as: String.self), Self.gooseFile,
-                       "the whole file is recorded")
-        XCTAssertEqual(try migrator.status().map(\.state), [.applied], "and its checksum is the whole file's")
+        try forEachBackend { backend in
+            let goose = backend.toolFiles.goose
+            let project = try Project(self, backend: backend, manifestBody: #"<migrations directory="sql" format="goose"/>"#,
+                                      files: ["sql/1_users.sql": goose])
+            let migrator = try project.migrator()
+            XCTAssertNil(try migrator.migrate().failure)
+            let db = try project.connection()
+            XCTAssertTrue(try db.tableExists("users"), "the up section ran and the down section did not")
+            XCTAssertEqual(try db.scalar("SELECT applied_sql FROM strata_history", as: String.self), goose,
+                           "the whole file is recorded")
+            XCTAssertEqual(try migrator.status().map(\.state), [.applied], "and its checksum is the whole file's")
+        }
     }
 
     func testAnErrorInAnUpSectionNamesTheFilesOwnLine() throws {
-        let file = Self.gooseFile.replacingOccurrences(of: "    touched_at TEXT\n);", with: "    touched_at TEXT\n);\nINSERT INTO nowhere VALUES (1);")
-        let project = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="goose"/></manifest>"#,
-                                  files: ["sql/1_users.sql": file])
-        let failure = try XCTUnwrap(try project.migrator().migrate().failure)
-        XCTAssertEqual([failure.line, failure.column], [8, 1])
-        XCTAssertTrue(failure.message.contains("no such table: nowhere"), failure.message)
-        XCTAssertFalse(try project.database().tableExists("users"))
+        try forEachBackend { backend in
+            let file = backend.toolFiles.goose.replacingOccurrences(of: "    touched_at TEXT\n);",
+                                                                    with: "    touched_at TEXT\n);\nINSERT INTO nowhere VALUES (1);")
+            let project = try Project(self, backend: backend, manifestBody: #"<migrations directory="sql" format="goose"/>"#,
+                                      files: ["sql/1_users.sql": file])
+            let failure = try XCTUnwrap(try project.migrator().migrate().failure)
+            XCTAssertEqual([failure.line, failure.column], [8, 1])
+            XCTAssertTrue(failure.message.contains(backend.noSuchTable("nowhere")), failure.message)
+            XCTAssertFalse(try project.connection().tableExists("users"))
+        }
+    }
+}
+
+extension Project {
+    /// A project on `backend` whose manifest holds the backend's `<database>` element followed by `body` (its
+    /// `<migrations>`).
+    fileprivate init(_ test: XCTestCase, backend: TestBackend, manifestBody body: String, files: [String: String]) throws {
+        try self.init(test, backend: backend, files: files)
+        try file("manifest.xml", #"<manifest version="1">"# + backend.databaseElement(root) + body + "</manifest>")
+    }
+}
+
+/// What the tests above expect that each database spells its own way.
+extension TestBackend {
+    /// A statement the database cannot run inside a transaction, so a file holding it needs `transaction="none"`
+    /// and the lint of a transactional file finds it.
+    fileprivate var statementOnlyOutsideATransaction: String {
+        switch kind {
+        case .sqlite: "VACUUM;"
+        }
+    }
+
+    /// A statement a transactional migration may not run, refused by the lint before a run and by the database's
+    /// own check as it runs, and what its refusal says.
+    fileprivate var statementRefusedInATransactionalFile: (sql: String, message: String) {
+        switch kind {
+        case .sqlite: ("PRAGMA foreign_keys = OFF;", "PRAGMA foreign_keys is silently ignored")
+        }
+    }
+
+    /// How a failed foreign key check names the row of `table` with primary key `key` (SQLite: its rowid) whose
+    /// parent is missing.
+    fileprivate func foreignKeyViolation(table: String, key: Int64, parent: String) -> String {
+        switch kind {
+        case .sqlite: "\(table) row \(key) references a missing row in \(parent)"
+        }
+    }
+
+    /// A new read-only connection to a project's database.
+    fileprivate func openReadOnly(_ project: Project) throws -> any MigrationDatabase {
+        switch kind {
+        case .sqlite: try Database(path: project.databasePath, configuration: .init(readOnly: true))
+        }
+    }
+
+    /// What the database holds, to compare before and after a command that must write nothing: SQLite's file,
+    /// byte for byte.
+    fileprivate func storedContent(_ project: Project) throws -> Data {
+        switch kind {
+        case .sqlite: try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
+        }
+    }
+
+    /// Whether the lock claiming a `transaction="none"` step is where the backend keeps it: on SQLite, its lock
+    /// file beside the database.
+    fileprivate func stepLockExists(_ project: Project, kind stepKind: StepKind, id: String) throws -> Bool {
+        switch kind {
+        case .sqlite:
+            FileManager.default.fileExists(atPath: StepLock.path(databasePath: project.databasePath, kind: stepKind, id: id))
+        }
+    }
+
+    /// The goose, sql-migrate and dbmate files, as each tool's documentation shows them for this database.
+    fileprivate var toolFiles: (goose: String, sqlMigrate: String, dbmate: String) {
+        switch kind {
+        case .sqlite: (MigrationTests.gooseFile, MigrationTests.sqlMigrateFile, MigrationTests.dbmateFile)
+        }
     }
 }
