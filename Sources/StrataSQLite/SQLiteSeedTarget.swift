@@ -109,10 +109,19 @@ final class SQLiteSeedSink: SeedSink {
         arena.deallocate()
     }
 
-    func set(_ value: ColumnValue, at index: Int) {
-        let slot = held &* width &+ index
-        let parameter = Int32(truncatingIfNeeded: slot &+ 1)
+    func append(_ row: UnsafePointer<ColumnValue>, line: Int, offset: Int) throws {
+        let base = held &* width
         let statement = bindTarget
+        for index in 0..<width {
+            hold(row[index], slot: base &+ index, statement: statement)
+        }
+        try appendRow(line: line, offset: offset)
+    }
+
+    /// Keeps a field's value (its bytes copied) as field `slot` of the held rows, and binds it there.
+    @inline(__always)
+    private func hold(_ value: ColumnValue, slot: Int, statement: Statement) {
+        let parameter = Int32(truncatingIfNeeded: slot &+ 1)
         switch value {
         case .null:
             values[slot] = .null
@@ -134,7 +143,7 @@ final class SQLiteSeedSink: SeedSink {
         }
     }
 
-    func appendRow(line: Int, offset: Int) throws {
+    private func appendRow(line: Int, offset: Int) throws {
         lines[held] = line
         offsets[held] = offset
         held += 1
@@ -336,47 +345,3 @@ final class SQLiteSeedSink: SeedSink {
         }
     }
 }
-/// Copies of one batch's text values, kept until the batch has run so SQLite can bind them without
-/// copying each one (no malloc and free per value).
-struct BindArena: ~Copyable {
-    private let base: UnsafeMutablePointer<UInt8>
-    private let capacity: Int
-    private var used = 0
-    /// Values that did not fit, freed at the next reset.
-    private var overflow: [UnsafeMutablePointer<UInt8>] = []
-
-    init(capacity: Int = 1 << 16) {
-        self.capacity = capacity
-        base = .allocate(capacity: capacity)
-    }
-
-    deinit {
-        base.deallocate()
-        overflow.forEach { $0.deallocate() }
-    }
-
-    @inline(__always)
-    mutating func store(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
-        guard let source = bytes.baseAddress, bytes.count > 0 else { return bytes }
-        if used + bytes.count <= capacity {
-            let target = base + used
-            target.update(from: source, count: bytes.count)
-            used += bytes.count
-            return UnsafeBufferPointer(start: target, count: bytes.count)
-        }
-        let target = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes.count)
-        target.update(from: source, count: bytes.count)
-        overflow.append(target)
-        return UnsafeBufferPointer(start: target, count: bytes.count)
-    }
-
-    /// Call once the statement using the stored values has run.
-    mutating func reset() {
-        used = 0
-        if !overflow.isEmpty {
-            overflow.forEach { $0.deallocate() }
-            overflow.removeAll(keepingCapacity: true)
-        }
-    }
-}
-

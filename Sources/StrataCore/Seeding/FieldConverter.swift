@@ -17,63 +17,73 @@ struct FieldConverter: ~Copyable {
     private let nullToken: [UInt8]
     private let file: String
     private let dateBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
+    /// The current record's converted fields.
+    private let row: UnsafeMutablePointer<ColumnValue>
+    /// Copies of the record's fields whose bytes are not the file's as read (doubled quotes undone, dates
+    /// rewritten, decoded blobs): the reader and the date buffer reuse their memory for the next field.
+    private var rewritten = BindArena(capacity: 1 << 12)
 
     init(plans: [FieldPlan], names: [String], nullToken: String?, file: String) {
         self.plans = .allocate(capacity: max(plans.count, 1))
         self.plans.initialize(from: plans, count: plans.count)
         width = plans.count
+        row = .allocate(capacity: max(plans.count, 1))
+        row.initialize(repeating: .null, count: max(plans.count, 1))
         self.names = names
         self.nullToken = Array((nullToken ?? "").utf8)
         self.file = file
     }
 
     deinit {
+        row.deinitialize(count: max(width, 1))
+        row.deallocate()
         plans.deallocate()
         dateBuffer.deallocate()
     }
 
-    /// Converts every field of the reader's current record into the sink's row.
+    /// Converts every field of the reader's current record and appends the row to the sink.
     @inline(__always)
-    mutating func convertRecord(_ reader: CSVReader, into sink: any SeedSink) throws {
+    mutating func appendRecord(_ reader: CSVReader, to sink: any SeedSink) throws {
+        rewritten.reset()
         let record = reader.record
         for index in 0..<width {
-            try convert(record.field(index), plans[index], into: sink, at: index, reader)
+            row[index] = try convert(record.field(index), plans[index], at: index, reader)
         }
+        try sink.append(row, line: reader.recordLine, offset: reader.recordOffset)
     }
 
     @inline(__always)
-    private func convert(_ field: CSVField, _ plan: FieldPlan, into sink: any SeedSink, at index: Int,
-                         _ reader: CSVReader) throws {
-        let bytes = field.hasEscapedQuotes ? reader.text(of: field) : field.bytes
+    private mutating func convert(_ field: CSVField, _ plan: FieldPlan, at index: Int,
+                                  _ reader: CSVReader) throws -> ColumnValue {
+        let bytes = field.hasEscapedQuotes ? rewritten.store(reader.text(of: field)) : field.bytes
         if !field.isQuoted && (bytes.isEmpty || isNullToken(bytes)) {
             guard !plan.isNotNull else {
                 throw SeedError(file: file, line: reader.recordLine, column: nil, message: plan.isKey
                     ? "key column '\(names[index])' is NULL; every row needs its key to be matched by (an unquoted empty field is NULL)"
                     : "column '\(names[index])' is NOT NULL but the value is NULL (an unquoted empty field is NULL; write \"\" for an empty string)")
             }
-            sink.set(.null, at: index)
-            return
+            return .null
         }
         let kind = plan.kind
         switch kind {
         case .text, .untyped:
-            sink.set(.text(bytes), at: index)
+            return .text(bytes)
         case .integer:
             guard let value = FieldParser.integer(bytes) else { throw conversion(reader, index, kind) }
-            sink.set(.integer(value), at: index)
+            return .integer(value)
         case .real:
             guard let value = FieldParser.real(bytes) else { throw conversion(reader, index, kind) }
-            sink.set(.real(value), at: index)
+            return .real(value)
         case .numeric:
-            if let value = FieldParser.integer(bytes) { sink.set(.integer(value), at: index) }
-            else if let value = FieldParser.real(bytes) { sink.set(.real(value), at: index) }
+            if let value = FieldParser.integer(bytes) { return .integer(value) }
+            else if let value = FieldParser.real(bytes) { return .real(value) }
             else { throw conversion(reader, index, kind) }
         case .boolean:
             guard let value = FieldParser.boolean(bytes) else { throw conversion(reader, index, kind) }
-            sink.set(.integer(value ? 1 : 0), at: index)
+            return .integer(value ? 1 : 0)
         case .blob(let format):
             guard let value = FieldParser.blob(bytes, format: format) else { throw conversion(reader, index, kind) }
-            value.withUnsafeBufferPointer { sink.set(.blob($0), at: index) }
+            return value.withUnsafeBufferPointer { .blob(rewritten.store($0)) }
         case .date(let inputUnix, let storage), .datetime(let inputUnix, let storage):
             var isDate = false
             if case .date = kind { isDate = true }
@@ -91,18 +101,18 @@ struct FieldConverter: ~Copyable {
             }
             switch storage {
             case .unix:
-                if instant.nanoseconds == 0 { sink.set(.integer(instant.seconds), at: index) }
-                else { sink.set(.real(Double(instant.seconds) + Double(instant.nanoseconds) / 1e9), at: index) }
+                if instant.nanoseconds == 0 { return .integer(instant.seconds) }
+                return .real(Double(instant.seconds) + Double(instant.nanoseconds) / 1e9)
             case .text:
                 // Input already in canonical form is stored as written, skipping the formatter.
                 let canonical = !inputUnix && (isDate ? bytes.count == 10
                     : bytes.count == 20 && bytes[10] == UInt8(ascii: "T") && bytes[19] == UInt8(ascii: "Z"))
                 if canonical {
-                    sink.set(.text(bytes), at: index)
+                    return .text(bytes)
                 } else {
                     let length = ISO8601.write(instant, includeTime: !isDate, into: dateBuffer)
                     guard length > 0 else { throw conversion(reader, index, kind) }
-                    sink.set(.text(UnsafeBufferPointer(start: dateBuffer, count: length)), at: index)
+                    return .text(rewritten.store(UnsafeBufferPointer(start: dateBuffer, count: length)))
                 }
             }
         }

@@ -118,8 +118,7 @@ struct SeedLoader {
                     if width > 1 && Self.isBlankLine(reader) { continue }
                     throw failure(reader.recordLine, "expected \(width) fields as in the header, found \(reader.fieldCount)")
                 }
-                try converter.convertRecord(reader, into: sink)
-                try sink.appendRow(line: reader.recordLine, offset: reader.recordOffset)
+                try converter.appendRecord(reader, to: sink)
                 rows += 1
                 if rows % Self.progressInterval == 0 { progress?(rows, reader.bytesConsumed, reader.totalBytes) }
             }

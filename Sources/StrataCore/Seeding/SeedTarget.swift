@@ -13,10 +13,9 @@ public protocol SeedTarget: AnyObject {
 /// writes rows in the bulk form the database is fastest with (SQLite: multi-row `INSERT`s), and when the database
 /// refuses one it names the row's line (`SeedRejection`).
 public protocol SeedSink: AnyObject {
-    /// Sets field `index` of the row being appended. Text and blob bytes are valid only during the call.
-    func set(_ value: ColumnValue, at index: Int)
-    /// Ends the row read from `line` of the file, starting at byte `offset`; the sink may write it now or later.
-    func appendRow(line: Int, offset: Int) throws
+    /// Appends one row (its fields in the order of the sink's columns) read from `line` of the file, starting at
+    /// byte `offset`; the sink may write it now or later. Text and blob bytes are valid only during the call.
+    func append(_ row: UnsafePointer<ColumnValue>, line: Int, offset: Int) throws
     /// Writes what is still held and, in sync mode, deletes the rows the file does not have (refusing with a
     /// `SeedError` when other rows reference them). Returns the rows written: inserted or updated, not skipped.
     func finish() throws -> Int
