@@ -199,14 +199,6 @@ final class MigrationRulesTests: XCTestCase {
     }
 }
 
-extension Project {
-    /// A project on `backend` whose manifest holds the backend's `<database>` element followed by `body` (its
-    /// `<migrations>` and `<seeds>`).
-    fileprivate init(_ test: XCTestCase, backend: TestBackend, manifestBody body: String, files: [String: String]) throws {
-        try self.init(test, backend: backend, files: files)
-        try file("manifest.xml", #"<manifest version="1">"# + backend.databaseElement(root) + body + "</manifest>")
-    }
-}
 
 extension TestBackend {
     /// Statements creating a trigger that deletes every history row after each insert into `table`: a seed into

@@ -644,14 +644,6 @@ final class MigrationTests: XCTestCase {
     }
 }
 
-extension Project {
-    /// A project on `backend` whose manifest holds the backend's `<database>` element followed by `body` (its
-    /// `<migrations>`).
-    fileprivate init(_ test: XCTestCase, backend: TestBackend, manifestBody body: String, files: [String: String]) throws {
-        try self.init(test, backend: backend, files: files)
-        try file("manifest.xml", #"<manifest version="1">"# + backend.databaseElement(root) + body + "</manifest>")
-    }
-}
 
 /// What the tests above expect that each database spells its own way.
 extension TestBackend {

@@ -98,6 +98,13 @@ struct Project {
         for (path, text) in files { try write(text, to: root.appendingPathComponent(path)) }
     }
 
+    /// A project on `backend` whose manifest holds the backend's `<database>` element followed by `body` (its
+    /// `<migrations>`, `<seeds>`, `<models>`).
+    init(_ test: XCTestCase, backend: TestBackend, manifestBody body: String, files: [String: String]) throws {
+        try self.init(test, backend: backend, files: files)
+        try file("manifest.xml", #"<manifest version="1">"# + backend.databaseElement(root) + body + "</manifest>")
+    }
+
     func file(_ path: String, _ text: String) throws {
         try write(text, to: root.appendingPathComponent(path))
     }
