@@ -35,12 +35,6 @@ struct ScriptRules: Sendable {
             return nil
         }
     }
-
-
-    /// Why a statement touching the history table is refused.
-    static func historyRefusal(verb: String, table: String) -> String {
-        "this statement \(verb) \(table), Strata's record of what was applied; migrations and seeds may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
-    }
 }
 
 /// The rules of one `withAuthorizer` call.
@@ -90,7 +84,7 @@ private final class AuthorizerState {
     private func protectedMessage(_ table: String?, in schema: String?, verb: String) -> String? {
         guard let table, rules.protectedTables.contains(table.lowercased()) else { return nil }
         if let schema, schema.lowercased() != "main", !isMainFile(schema) { return nil }
-        return ScriptRules.historyRefusal(verb: verb, table: table)
+        return HistoryRecord.refusal(verb: verb, table: table)
     }
 }
 

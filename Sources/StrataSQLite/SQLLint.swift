@@ -54,7 +54,7 @@ enum SQLLint {
         let words = statement.words
         guard let first = words.first else { return nil }
         if statement.writesHistory {
-            return ScriptRules.historyRefusal(verb: "writes to", table: HistoryStore.table)
+            return HistoryRecord.refusal(verb: "writes to", table: HistoryStore.table)
         }
         if first == "PRAGMA", statement.hasAssignment, let name = pragmaName(words) {
             let value = statement.words.drop { $0 != "=" && $0 != "(" }.dropFirst().first ?? ""

@@ -45,6 +45,12 @@ public struct HistoryRecord: Sendable, Equatable {
         ISO8601.format(Date())
     }
 
+    /// Why a statement of a migration or seed that writes, alters or shadows the history table is refused: the same
+    /// words from every backend's rules and lint.
+    package static func refusal(verb: String, table: String) -> String {
+        "this statement \(verb) \(table), Strata's record of what was applied; migrations and seeds may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
+    }
+
     public var isApplied: Bool { state == .applied || state == .baseline }
     public var isDirty: Bool { state == .running || state == .failed }
 }
