@@ -323,13 +323,17 @@ public final class ModelStore {
         var keys: [String] = [], keyValues: [DatabaseValue] = []
         for (column, value) in zip(columns, row.values) {
             if layout.isPrimaryKey(column) {
-                keys.append("\(quoteIdentifier(column)) = ?")
+                keys.append(quoteIdentifier(column))
                 keyValues.append(value)
             } else {
-                sets.append("\(quoteIdentifier(column)) = ?")
+                sets.append(quoteIdentifier(column))
                 setValues.append(value)
             }
         }
+        // Parameters are numbered in the order they are bound: the SET values, then the key's.
+        let dialect = database.dialect
+        sets = sets.enumerated().map { "\($1) = \(dialect.placeholder($0 + 1))" }
+        keys = keys.enumerated().map { "\($1) = \(dialect.placeholder(sets.count + $0 + 1))" }
         if sets.isEmpty {
             // Only key columns: "updating" means the row exists.
             return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(keys.joined(separator: " AND "))",
@@ -386,8 +390,8 @@ public final class ModelStore {
             guard let value = named.removeValue(forKey: column.sqliteFolded) else {
                 throw MappingError(typeName: layout.typeName, column: column, message: "the key has no value for this column")
             }
-            terms.append("\(quoteIdentifier(column)) = ?")
             values.append(value.databaseValue)
+            terms.append("\(quoteIdentifier(column)) = \(database.dialect.placeholder(values.count))")
         }
         guard named.isEmpty, !terms.isEmpty else {
             throw MappingError(typeName: layout.typeName, value: named.keys.sorted().joined(separator: ", "),
