@@ -50,6 +50,11 @@ final class SQLiteSeedSink: SeedSink {
     /// In `ignore` mode a row whose key exists is skipped: what was loaded is what SQLite inserted, counted from
     /// each statement's changes (which leave out what triggers do).
     private let countsSkips: Bool
+    /// The table has triggers: a trigger's `RAISE(FAIL)` (or a statement in it with `OR FAIL`) ends a multi-row
+    /// INSERT but keeps the rows before it, which a replay would insert again and blame. Each batch then runs
+    /// inside a savepoint, so a refused batch is undone whole before its rows are replayed. (Without triggers,
+    /// SQLite undoes a failed statement whole by itself: the seed states `OR ABORT` where a constraint says FAIL.)
+    private let guardsBatches: Bool
     private var createdKeyTable = false
 
     /// The statement `set` binds into: the batch statement, or the single-row one when rows go one at a time.
@@ -77,6 +82,11 @@ final class SQLiteSeedSink: SeedSink {
         orAbort = try database.declaresConflictClause(step.table)
         startedInTransaction = database.isInTransaction
         countsSkips = step.mode == .ignore
+        guardsBatches = try database.scalar("""
+            SELECT count(*) FROM (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1 COLLATE NOCASE
+                                  UNION ALL
+                                  SELECT 1 FROM sqlite_temp_schema WHERE type = 'trigger' AND tbl_name = ?1 COLLATE NOCASE)
+            """, [step.table], as: Int.self) ?? 0 > 0
         // Sync mode records each row's key as it goes, so it stays row by row.
         batchSize = step.mode == .sync ? 1 : max(1, min(Self.maximumBatch, database.dialect.maximumParameters / max(width, 1)))
         values = .allocate(capacity: max(batchSize * width, 1))
@@ -151,10 +161,17 @@ final class SQLiteSeedSink: SeedSink {
         if let batch {
             guard held == batchSize else { return }
             do {
+                if guardsBatches { try database.execute("SAVEPOINT strata_seed_batch") }
                 try batch.run()
+                if guardsBatches { try database.execute("RELEASE strata_seed_batch") }
             } catch let error as DatabaseError {
-                // SQLite undid the whole statement; replaying the batch row by row finds the culprit.
                 try stopIfTransactionLost(error, row: 0)
+                // The batch's rows are undone (by SQLite, or by the savepoint where a trigger's RAISE(FAIL) would
+                // keep those before it); replaying them row by row finds the culprit.
+                if guardsBatches {
+                    try database.execute("ROLLBACK TO strata_seed_batch")
+                    try database.execute("RELEASE strata_seed_batch")
+                }
                 try replayHeld()
                 throw SeedRejection(cause: .batch, line: lines[0], offset: offsets[0], error: error)
             }

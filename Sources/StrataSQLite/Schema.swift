@@ -39,22 +39,26 @@ extension Database {
         }
     }
 
-    /// The primary key, then each unique index that is not partial, is over columns only (not expressions or the
-    /// rowid) and compares each column with the column's own collation: an index unique under `BINARY` on a
-    /// `NOCASE` column lets `WHERE title = 'dune'` match `Dune` and `DUNE`, so it does not count.
+    /// Every unique index that is not partial and is over columns only (not expressions or the rowid), the
+    /// primary key's included, whose collations make `WHERE column = value` match one row at most: each column's
+    /// index collation is the column's own, or coarser than the column's `BINARY` (`NOCASE`, `RTRIM`: rows that
+    /// differ under them differ under `BINARY` too). An index unique under `BINARY` on a `NOCASE` column does not
+    /// count: `WHERE code = 'a'` matches `a` and `A`. An `INTEGER PRIMARY KEY` (the rowid, which has no index)
+    /// holds integers only, so no collation applies.
     public func uniqueKeys(in table: String) throws -> [[String]] {
         var keys: [[String]] = []
-        let primaryKey = try columns(in: table).filter { $0.primaryKeyPosition > 0 }
-            .sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
-        if !primaryKey.isEmpty { keys.append(primaryKey) }
-        let indexes = try query("SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND partial = 0", [table]).all()
+        var primaryKeyIndexed = false
+        let indexes = try query("SELECT name, origin FROM pragma_index_list(?) WHERE \"unique\" = 1 AND partial = 0",
+                                [table]).all()
         for index in indexes {
+            if try index.get(1, as: String.self) == "pk" { primaryKeyIndexed = true }
             var names: [String] = []
             for column in try query("SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno",
                                     [try index.get(0, as: String.self)]).all() {
                 guard try column.get(0, as: Int.self) >= 0, let name = try column.get(1, as: String?.self),
                       let collation = try column.get(2, as: String?.self),
-                      (try self.collation(of: name, in: table) ?? "BINARY").caseInsensitiveCompare(collation) == .orderedSame
+                      Self.tellsApart(indexCollation: collation,
+                                      columnCollation: try self.collation(of: name, in: table) ?? "BINARY")
                 else {
                     names = []
                     break
@@ -63,7 +67,16 @@ extension Database {
             }
             if !names.isEmpty { keys.append(names) }
         }
+        let primaryKey = try columns(in: table).filter { $0.primaryKeyPosition > 0 }
+            .sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
+        if !primaryKeyIndexed && primaryKey.count == 1 { keys.insert(primaryKey, at: 0) }
         return keys
+    }
+
+    /// Whether values unique under `indexCollation` are unique under `columnCollation`, which `=` on the column uses.
+    static func tellsApart(indexCollation: String, columnCollation: String) -> Bool {
+        let index = indexCollation.uppercased(), column = columnCollation.uppercased()
+        return index == column || (column == "BINARY" && (index == "NOCASE" || index == "RTRIM"))
     }
 
     /// True when the table's `CREATE TABLE` declares a conflict clause on a constraint (`UNIQUE ON CONFLICT

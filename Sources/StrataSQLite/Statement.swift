@@ -26,12 +26,21 @@ public final class Statement {
 
     deinit { sqlite3_finalize(handle) }
 
-    /// Column names and a case-insensitive index, built once per statement.
-    public private(set) lazy var layout: RowLayout = {
+    /// Column names and a case-insensitive index, built once per compilation. SQLite compiles a statement again
+    /// when the schema changed since (a migration rebuilt a table), and `SELECT *` then returns the columns of the
+    /// new table, in its order: the names are read again then, or rows would be read under the old names.
+    public var layout: RowLayout {
+        let compilations = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0)
+        if let cachedLayout, compilations == layoutCompilations { return cachedLayout }
         let count = Int(sqlite3_column_count(handle))
         let names = (0..<count).map { String(cString: sqlite3_column_name(handle, Int32($0))) }
-        return RowLayout(names: names)
-    }()
+        let layout = RowLayout(names: names)
+        cachedLayout = layout
+        layoutCompilations = compilations
+        return layout
+    }
+    private var cachedLayout: RowLayout?
+    private var layoutCompilations: Int32 = 0
 
     public var columnCount: Int { Int(sqlite3_column_count(handle)) }
     public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
@@ -44,7 +53,8 @@ public final class Statement {
         failedBind = 0
         switch arguments {
         case .unrepresentable(let error):
-            throw DatabaseError(code: error.extendedResultCode, message: error.message, sql: sql)
+            // Refused by Strata before SQLite saw it: the error keeps its kind and carries no SQLite code.
+            throw DatabaseError(kind: error.kind, code: error.code, message: error.message, sql: sql)
         case .positional(let values):
             guard values.count == count else {
                 throw DatabaseError.misuse(

@@ -120,7 +120,7 @@ public func checkModels(of manifest: Manifest, in database: any DatabaseConnecti
             problems.append(ManifestProblem(location,
                 "model \(model.typeName): primary key column '\(column)' is not in table '\(layout.table)'"))
         }
-        if !model.primaryKey.isEmpty && missingKeyColumns.isEmpty && !layout.keyIsUnique {
+        if !layout.primaryKey.isEmpty && missingKeyColumns.isEmpty && !layout.keyIsUnique {
             problems.append(ManifestProblem(location, "model \(model.typeName): \(layout.keyNotUniqueMessage)"))
         }
     }

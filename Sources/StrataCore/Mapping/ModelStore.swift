@@ -390,7 +390,11 @@ public final class ModelStore {
             guard let value = named.removeValue(forKey: column.sqliteFolded) else {
                 throw MappingError(typeName: layout.typeName, column: column, message: "the key has no value for this column")
             }
-            values.append(value.databaseValue)
+            switch checkedDatabaseValue(value) {
+            case .success(let checked): values.append(checked)
+            case .failure(let error):
+                throw MappingError(typeName: layout.typeName, column: column, value: "\(value)", message: error.message)
+            }
             terms.append("\(quoteIdentifier(column)) = \(database.dialect.placeholder(values.count))")
         }
         guard named.isEmpty, !terms.isEmpty else {

@@ -381,7 +381,13 @@ struct Field {
     @inline(__always)
     func string(_ key: @autoclosure () -> String) throws -> String {
         switch value {
-        case .text(let bytes): return String(decoding: bytes, as: UTF8.self)
+        case .text(let bytes):
+            // Invalid UTF-8 is an error, not U+FFFD: a value read, changed elsewhere and saved would write the
+            // replaced text back over the stored bytes.
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw failure(key) { "is not valid UTF-8 text" }
+            }
+            return text
         case .null: throw nullFailure(key)
         default: throw failure(key) { "is not text" }
         }

@@ -165,6 +165,15 @@ final class DatabaseTests: XCTestCase {
                        "the BINARY index on a NOCASE column, the partial, the expression and the plain index do not count")
         XCTAssertEqual(try db.uniqueKeys(in: "k").first, ["y", "x"])
         XCTAssertEqual(try db.uniqueKeys(in: "v"), [])
+        try db.executeScript("""
+            CREATE TABLE p (code TEXT COLLATE NOCASE, PRIMARY KEY (code COLLATE BINARY));
+            CREATE TABLE m (email TEXT, handle TEXT COLLATE RTRIM);
+            CREATE UNIQUE INDEX m_email ON m (email COLLATE NOCASE);
+            CREATE UNIQUE INDEX m_handle ON m (handle COLLATE NOCASE);
+            """)
+        XCTAssertEqual(try db.uniqueKeys(in: "p"), [], "a BINARY primary key on a NOCASE column does not tell rows apart")
+        XCTAssertEqual(try db.uniqueKeys(in: "m"), [["email"]],
+                       "a NOCASE index tells BINARY values apart; it does not tell RTRIM values apart")
         XCTAssertEqual(try db.uniqueKeys(in: "missing"), [])
     }
 
@@ -496,6 +505,17 @@ final class DatabaseTests: XCTestCase {
         XCTAssertEqual(try db.schemaObjects().map(\.name), ["a b", "ab_score", "v"])
         XCTAssertEqual(quoteIdentifier("na\"me"), "\"na\"\"me\"")
         XCTAssertEqual(Affinity(sqliteDeclaredType: "DECIMAL(10,2)"), .numeric)
+    }
+
+    /// README ("Database"): `DatabaseError.code` is "the database's own code … nil for what Strata refused itself".
+    /// An argument Strata refuses before SQLite sees it (`UInt64.max`, which would become an approximate REAL) comes
+    /// back with `code` = "SQLite 20 (datatype mismatch)" and the description "SQLite error 20 …", as if SQLite
+    /// had reported it.
+    func testAnArgumentStrataRefusesItselfCarriesNoSQLiteCode() throws {
+        let db = try Database(.inMemory)
+        let error = assertThrows(DatabaseError.self) { try db.execute("SELECT ?", [UInt64.max]) }
+        XCTAssertEqual(error?.kind, .conversion)
+        XCTAssertNil(error?.code, "\(String(describing: error))")
     }
 }
 

@@ -87,4 +87,131 @@ final class SQLiteMappingTests: XCTestCase {
             """, path: "m.xml", directory: NSTemporaryDirectory())).check(P.self)
         XCTAssertEqual(mismatches.count, 1, "a DECIMAL(p,s) column has NUMERIC affinity, which rounds decimal text")
     }
+
+    // MARK: Keys, text and columns as SQLite compares and compiles them (found by the review of the backend split)
+
+    struct Code: Codable, Equatable {
+        var code: String
+        var label: String
+    }
+
+    struct Person: Codable, Equatable {
+        var id: Int
+        var first: String
+        var last: String
+    }
+
+    private func manifest(_ project: Project, _ xml: String) throws -> Manifest {
+        try project.file("models.xml", xml)
+        return try Manifest.load(path: project.root.appendingPathComponent("models.xml").path)
+    }
+
+    /// README ("Names"): `save`, `update` and `delete` write by key only when the key tells rows apart; an index
+    /// unique under BINARY on a NOCASE column does not count. The table's PRIMARY KEY is accepted without that
+    /// check, so a primary key declared `PRIMARY KEY (code COLLATE BINARY)` on a `COLLATE NOCASE` column (rows
+    /// 'a' and 'A' both allowed, `WHERE code = 'a'` matches both) lets one `save` overwrite two rows, and `delete`
+    /// remove both; `check` reports nothing.
+    func testAPrimaryKeyUniqueOnlyUnderAnotherCollationThanItsColumnsIsNotAKeyThatTellsRowsApart() throws {
+        let project = try Project(self, files: [:])
+        let db = try project.database()
+        try db.execute("CREATE TABLE codes (code TEXT COLLATE NOCASE NOT NULL, label TEXT NOT NULL, PRIMARY KEY (code COLLATE BINARY))")
+        try db.execute("INSERT INTO codes VALUES ('a', 'lower'), ('A', 'upper')")
+        let manifest = try manifest(project, """
+            <manifest version="1"><models><model type="Code" table="codes"/></models></manifest>
+            """)
+        XCTAssertEqual(try checkModels(of: manifest, in: db).count, 1,
+                       "check should report that (code) does not tell rows apart as WHERE compares them")
+        let store = ModelStore(database: db, manifest: manifest)
+        let error = assertThrows(MappingError.self) { try store.save(Code(code: "a", label: "changed")) }
+        XCTAssertTrue(error?.message.contains("not unique") ?? false, "\(String(describing: error))")
+        XCTAssertEqual(try db.rows("SELECT code, label FROM codes ORDER BY label").map { "\($0[0]) \($0[1])" },
+                       ["'a' 'lower'", "'A' 'upper'"], "one save must never change the row 'A'")
+    }
+
+    /// The same without a manifest: the declared primary key is used, and `delete(_:key:)` removes both rows.
+    func testDeleteByADeclaredPrimaryKeyWithAnotherCollationRemovesOneRowAtMost() throws {
+        let project = try Project(self, files: [:])
+        let db = try project.database()
+        try db.execute("CREATE TABLE codes (code TEXT COLLATE NOCASE NOT NULL, label TEXT NOT NULL, PRIMARY KEY (code COLLATE BINARY)) WITHOUT ROWID")
+        try db.execute("INSERT INTO codes VALUES ('a', 'lower'), ('A', 'upper')")
+        let store = ModelStore(database: db)
+        _ = try? store.delete(Code.self, key: "a")
+        XCTAssertGreaterThanOrEqual(try db.scalar("SELECT count(*) FROM codes", as: Int.self) ?? 0, 1,
+                                    "delete by key removed every row equal under the column's NOCASE collation")
+    }
+
+    /// A legitimate key refused: an index unique under NOCASE on a BINARY column (the usual case-insensitive unique
+    /// e-mail) allows no two rows equal under NOCASE, so none equal under BINARY either: `WHERE email = ?` matches
+    /// one row at most. The rule compares collation names and refuses it; the commit before wrote by it.
+    func testAnIndexUniqueUnderNOCASEOnABinaryColumnTellsRowsApart() throws {
+        struct Member: Codable { var email: String; var name: String }
+        let project = try Project(self, files: [:])
+        let db = try project.database()
+        try db.execute("CREATE TABLE members (id INTEGER PRIMARY KEY, email TEXT NOT NULL, name TEXT NOT NULL)")
+        try db.execute("CREATE UNIQUE INDEX members_email ON members (email COLLATE NOCASE)")
+        try db.execute("INSERT INTO members (email, name) VALUES ('ada@example.org', 'Ada'), ('bob@example.org', 'Bob')")
+        let manifest = try manifest(project, """
+            <manifest version="1"><models><model type="Member" table="members" primaryKey="email"/></models></manifest>
+            """)
+        XCTAssertEqual(try checkModels(of: manifest, in: db), [])
+        let store = ModelStore(database: db, manifest: manifest)
+        XCTAssertNoThrow(try store.save(Member(email: "ada@example.org", name: "Ada L.")))
+        XCTAssertEqual(try db.scalar("SELECT name FROM members WHERE email = 'ada@example.org'", as: String.self), "Ada L.")
+    }
+
+    /// README: "No value is changed silently"; a value that does not fit throws a `MappingError`. Text that is not
+    /// UTF-8 reads into `String` with U+FFFD in place of its bytes, and `save` writes that back: a read-modify-save
+    /// of another column changes this one's bytes.
+    func testTextThatIsNotUTF8IsAnErrorNotReplacedAndWrittenBack() throws {
+        let project = try Project(self, files: [:])
+        let db = try project.database()
+        try db.execute("CREATE TABLE codes (code TEXT PRIMARY KEY, label TEXT NOT NULL)")
+        try db.execute("INSERT INTO codes VALUES ('k', CAST(X'6361FE66E9' AS TEXT))")   // "ca\xFEf\xE9"
+        let store = ModelStore(database: db)
+        let read = try? store.find(Code.self, key: "k")
+        if var code = read {
+            code.code = "k"
+            try store.save(code)
+        }
+        XCTAssertEqual(try db.scalar("SELECT hex(label) FROM codes", as: String.self), "6361FE66E9",
+                       "the stored bytes changed after a read and a save: \(String(describing: read))")
+        XCTAssertNil(read, "reading text that is not UTF-8 into String should throw, not replace bytes")
+    }
+
+    /// A cached statement keeps the column names it was first prepared with (`Statement.layout` is computed once),
+    /// but SQLite re-prepares it after a schema change, and `SELECT *` then returns the columns in the new order.
+    /// A migration that rebuilds a table with its columns in another order (SQLite's documented procedure) makes
+    /// every later `fetchAll` on the same connection read `first` from the `last` column, silently, even after
+    /// `invalidateLayouts()` (which its documentation says to call "after a migration changed tables").
+    func testReadsAfterAMigrationRebuiltTheTableReadTheRightColumns() throws {
+        let project = try Project(self, files: [:])
+        let db = try project.database()
+        try db.execute("CREATE TABLE person (id INTEGER PRIMARY KEY, first TEXT NOT NULL, last TEXT NOT NULL)")
+        try db.execute("INSERT INTO person VALUES (1, 'Ada', 'Lovelace')")
+        let store = ModelStore(database: db)
+        XCTAssertEqual(try store.fetchAll(Person.self), [Person(id: 1, first: "Ada", last: "Lovelace")])
+        XCTAssertEqual(try db.query("SELECT * FROM person").next()?.get("first", as: String.self), "Ada")
+        try db.executeScript("""
+            CREATE TABLE person_new (id INTEGER PRIMARY KEY, last TEXT NOT NULL, first TEXT NOT NULL);
+            INSERT INTO person_new (id, last, first) SELECT id, last, first FROM person;
+            DROP TABLE person;
+            ALTER TABLE person_new RENAME TO person;
+            """)
+        store.invalidateLayouts()
+        XCTAssertEqual(try store.fetchAll(Person.self), [Person(id: 1, first: "Ada", last: "Lovelace")])
+        XCTAssertEqual(try db.query("SELECT * FROM person").next()?.get("first", as: String.self), "Ada")
+    }
+
+    /// README: "an unsigned integer above `Int64.max` … in arguments … throws instead of becoming a REAL". A key
+    /// passed to `find(_:key:)` / `delete(_:key:)` is bound as the REAL 1.8446744073709552e19 instead: no error, and
+    /// a row whose key is that REAL is found and deleted for `UInt64.max`.
+    func testAKeyAboveInt64MaxIsRefusedNotMatchedAsAnApproximateReal() throws {
+        struct Reading: Codable { var k: Double; var v: String }
+        let db = try Database(.inMemory)
+        try db.execute("CREATE TABLE reading (k REAL PRIMARY KEY, v TEXT)")
+        try db.execute("INSERT INTO reading VALUES (18446744073709551616.0, 'not UInt64.max')")
+        let store = ModelStore(database: db)
+        XCTAssertThrowsError(try store.delete(Reading.self, key: UInt64.max))
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM reading", as: Int.self), 1)
+    }
 }

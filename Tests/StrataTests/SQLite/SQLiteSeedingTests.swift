@@ -191,4 +191,30 @@ final class SQLiteSeedingTests: XCTestCase {
         XCTAssertTrue(failure.message.contains("SQLite rolled the transaction back"), failure.message)
         XCTAssertEqual(try database.scalar("SELECT count(*) FROM t", as: Int.self), 0)
     }
+
+    /// A project whose single migration creates `schema` and whose manifest lists `seeds`.
+    private func seedProject(schema: String, seeds: String, files: [String: String]) throws -> Project {
+        var all = files
+        all["sql/1_schema.sql"] = schema
+        let project = try Project(self, files: all)
+        try project.file("manifest.xml", #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"/><seeds>\#(seeds)</seeds></manifest>"#)
+        return project
+    }
+
+    /// README: a constraint failure inside a batch "is replayed row by row so the error still names its line". A
+    /// trigger's `RAISE(FAIL, …)` ends the multi-row INSERT but keeps the rows before it in that statement; the
+    /// replay then inserts those rows again, and the step fails naming line 2 with "UNIQUE constraint failed:
+    /// t.id", a row that is fine, instead of line 11 and the trigger's message. (Nothing is kept: the step rolls
+    /// back.)
+    func testARowATriggerFailsWithRAISEFAILIsTheRowNamed() throws {
+        let csv = "id,name\n" + (1...100).map { $0 == 10 ? "10,bad" : "\($0),n\($0)" }.joined(separator: "\n") + "\n"
+        let project = try seedProject(schema: """
+            CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+            CREATE TRIGGER t_check BEFORE INSERT ON t WHEN new.name = 'bad' BEGIN SELECT RAISE(FAIL, 'name may not be bad'); END;
+            """, seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": csv])
+        let failure = try XCTUnwrap(try project.migrator().migrate().failure)
+        XCTAssertEqual(failure.line, 11, failure.message)
+        XCTAssertTrue(failure.message.contains("name may not be bad"), failure.message)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM t", as: Int.self), 0)
+    }
 }
