@@ -383,14 +383,42 @@ struct Field {
         switch value {
         case .text(let bytes):
             // Invalid UTF-8 is an error, not U+FFFD: a value read, changed elsewhere and saved would write the
-            // replaced text back over the stored bytes.
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw failure(key) { "is not valid UTF-8 text" }
-            }
+            // replaced text back over the stored bytes. Valid UTF-8 decodes to the very same bytes, so comparing
+            // them is the check (`String(validating:)` costs a generic metadata lookup per call).
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard Self.isExactly(text, bytes) else { throw failure(key) { "is not valid UTF-8 text" } }
             return text
         case .null: throw nullFailure(key)
         default: throw failure(key) { "is not text" }
         }
+    }
+
+    /// True when `text`'s UTF-8 is `bytes`, byte for byte. ASCII (the common case) needs no comparison: it is
+    /// always valid, and is checked eight bytes at a time.
+    @inline(__always)
+    private static func isExactly(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard text.utf8.count == bytes.count else { return false }
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return true }
+        if isASCII(base, bytes.count) { return true }
+        return text.utf8.withContiguousStorageIfAvailable { utf8 in
+            utf8.baseAddress.map { memcmp($0, base, bytes.count) == 0 } ?? false
+        } ?? text.utf8.elementsEqual(bytes)
+    }
+
+    @inline(__always)
+    private static func isASCII(_ base: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        let raw = UnsafeRawPointer(base)
+        var offset = 0
+        var high: UInt64 = 0
+        while offset &+ 8 <= count {
+            high |= raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset &+= 8
+        }
+        while offset < count {
+            high |= UInt64(base[offset])
+            offset &+= 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     /// ISO-8601 text or unix seconds.
