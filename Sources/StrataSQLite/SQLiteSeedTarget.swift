@@ -1,8 +1,6 @@
 import StrataCore
 
-/// A seed's table on SQLite: multi-row `INSERT` statements with SQLite's `ON CONFLICT` for each mode, and for sync
-/// mode a temporary table of the file's keys.
-/// A seed's table on SQLite.
+/// A seed's table on SQLite: its columns, and the sink its rows go through.
 final class SQLiteSeedTarget: SeedTarget {
     let database: Database
     let step: SeedStep
@@ -57,7 +55,7 @@ final class SQLiteSeedSink: SeedSink {
     private let guardsBatches: Bool
     private var createdKeyTable = false
 
-    /// The statement `set` binds into: the batch statement, or the single-row one when rows go one at a time.
+    /// The statement `append` binds into: the batch statement, or the single-row one when rows go one at a time.
     private let bindTarget: Statement
     /// The values of the rows held (row-major), their lines and offsets, and the copies of their bytes. Behind
     /// pointers, like the counters, so the per-field path pays no dynamic exclusivity checks.
