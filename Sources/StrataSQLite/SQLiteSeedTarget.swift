@@ -48,10 +48,11 @@ final class SQLiteSeedSink: SeedSink {
     /// In `ignore` mode a row whose key exists is skipped: what was loaded is what SQLite inserted, counted from
     /// each statement's changes (which leave out what triggers do).
     private let countsSkips: Bool
-    /// The table has triggers: a trigger's `RAISE(FAIL)` (or a statement in it with `OR FAIL`) ends a multi-row
-    /// INSERT but keeps the rows before it, which a replay would insert again and blame. Each batch then runs
-    /// inside a savepoint, so a refused batch is undone whole before its rows are replayed. (Without triggers,
-    /// SQLite undoes a failed statement whole by itself: the seed states `OR ABORT` where a constraint says FAIL.)
+    /// The database has triggers: a trigger's `RAISE(FAIL)` (or a statement in it with `OR FAIL`), fired by the
+    /// insert or by what it cascades to, ends a multi-row INSERT but keeps the rows before it, which a replay would
+    /// insert again and blame. Each batch then runs inside a savepoint, so a refused batch is undone whole before its
+    /// rows are replayed. (Without triggers SQLite undoes a failed statement whole by itself: the seed states
+    /// `OR ABORT` where a constraint says FAIL.)
     private let guardsBatches: Bool
     private var createdKeyTable = false
 
@@ -81,10 +82,9 @@ final class SQLiteSeedSink: SeedSink {
         startedInTransaction = database.isInTransaction
         countsSkips = step.mode == .ignore
         guardsBatches = try database.scalar("""
-            SELECT count(*) FROM (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1 COLLATE NOCASE
-                                  UNION ALL
-                                  SELECT 1 FROM sqlite_temp_schema WHERE type = 'trigger' AND tbl_name = ?1 COLLATE NOCASE)
-            """, [step.table], as: Int.self) ?? 0 > 0
+            SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger')
+                OR EXISTS (SELECT 1 FROM sqlite_temp_schema WHERE type = 'trigger')
+            """, as: Bool.self) ?? true
         // Sync mode records each row's key as it goes, so it stays row by row.
         batchSize = step.mode == .sync ? 1 : max(1, min(Self.maximumBatch, database.dialect.maximumParameters / max(width, 1)))
         values = .allocate(capacity: max(batchSize * width, 1))
@@ -129,26 +129,13 @@ final class SQLiteSeedSink: SeedSink {
     /// Keeps a field's value (its bytes copied) as field `slot` of the held rows, and binds it there.
     @inline(__always)
     private func hold(_ value: ColumnValue, slot: Int, statement: Statement) {
-        let parameter = Int32(truncatingIfNeeded: slot &+ 1)
-        switch value {
-        case .null:
-            values[slot] = .null
-            statement.bindNull(at: parameter)
-        case .integer(let integer):
-            values[slot] = value
-            statement.bind(int64: integer, at: parameter)
-        case .real(let real):
-            values[slot] = value
-            statement.bind(double: real, at: parameter)
-        case .text(let bytes):
-            let stored = arena.pointee.store(bytes)
-            values[slot] = .text(stored)
-            statement.bind(text: stored, at: parameter, copying: false)
-        case .blob(let bytes):
-            let stored = arena.pointee.store(bytes)
-            values[slot] = .blob(stored)
-            statement.bind(blob: stored, at: parameter)
+        let kept: ColumnValue = switch value {
+        case .text(let bytes): .text(arena.pointee.store(bytes))
+        case .blob(let bytes): .blob(arena.pointee.store(bytes))
+        default: value
         }
+        values[slot] = kept
+        bind(kept, to: statement, at: Int32(truncatingIfNeeded: slot &+ 1))
     }
 
     private func appendRow(line: Int, offset: Int) throws {
@@ -159,17 +146,11 @@ final class SQLiteSeedSink: SeedSink {
         if let batch {
             guard held == batchSize else { return }
             do {
-                if guardsBatches { try database.execute("SAVEPOINT strata_seed_batch") }
-                try batch.run()
-                if guardsBatches { try database.execute("RELEASE strata_seed_batch") }
+                if guardsBatches { try database.savepoint { _ in try batch.run() } } else { try batch.run() }
             } catch let error as DatabaseError {
                 try stopIfTransactionLost(error, row: 0)
                 // The batch's rows are undone (by SQLite, or by the savepoint where a trigger's RAISE(FAIL) would
                 // keep those before it); replaying them row by row finds the culprit.
-                if guardsBatches {
-                    try database.execute("ROLLBACK TO strata_seed_batch")
-                    try database.execute("RELEASE strata_seed_batch")
-                }
                 try replayHeld()
                 throw SeedRejection(cause: .batch, line: lines[0], offset: offsets[0], error: error)
             }
@@ -201,14 +182,14 @@ final class SQLiteSeedSink: SeedSink {
     private func runSingle(row: Int, bound: Bool) throws {
         let base = row * width
         if !bound {
-            for index in 0..<width { try bind(values[base + index], to: single, at: Int32(index + 1)) }
+            for index in 0..<width { bind(values[base + index], to: single, at: Int32(index + 1)) }
         }
         do {
             try single.run()
             if countsSkips { counters[2] += 1 - database.changes }
             if let keyInsert {
                 for (position, index) in keyIndexes.enumerated() {
-                    try bind(values[base + index], to: keyInsert, at: Int32(position + 1))
+                    bind(values[base + index], to: keyInsert, at: Int32(position + 1))
                 }
                 try keyInsert.run()
             }
@@ -229,7 +210,9 @@ final class SQLiteSeedSink: SeedSink {
         arena.pointee.reset()
     }
 
-    private func bind(_ value: ColumnValue, to statement: Statement, at parameter: Int32) throws {
+    /// Binds a held value; its bytes stay in the arena until the statement has run, so SQLite need not copy them.
+    @inline(__always)
+    private func bind(_ value: ColumnValue, to statement: Statement, at parameter: Int32) {
         switch value {
         case .null: statement.bindNull(at: parameter)
         case .integer(let integer): statement.bind(int64: integer, at: parameter)

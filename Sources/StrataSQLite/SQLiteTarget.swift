@@ -35,13 +35,16 @@ public struct SQLiteTarget: DatabaseTarget {
     }
 
     public func openForReading() throws -> any MigrationDatabase {
-        guard exists else { return try Database(.inMemory) }
-        return try Database(path: path, configuration: Database.Configuration(readOnly: true))
+        try openReadOnly()
     }
 
     public func schema() throws -> String {
-        guard let database = try openForReading() as? Database else { return "" }
-        return try database.canonicalSchema(excluding: ["strata_history"])
+        try openReadOnly().canonicalSchema(excluding: ["strata_history"])
+    }
+
+    private func openReadOnly() throws -> Database {
+        guard exists else { return try Database(.inMemory) }
+        return try Database(path: path, configuration: Database.Configuration(readOnly: true))
     }
 
     /// Whether SQLite finds a database file at `path`, asked of SQLite itself: it reads `file:` URIs, so

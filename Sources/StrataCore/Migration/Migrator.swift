@@ -28,8 +28,9 @@ public struct Migrator {
     /// data load into memory.
     static let lintSizeLimit = 4 << 20
 
-    /// What migrations may not do, found before anything runs (see `SQLLint`): statements that cannot run inside
-    /// a transaction in transactional files, writes to the history table, and text SQLite would not run to its end.
+    /// What migrations may not do, found before anything runs by the dialect's lint: statements that cannot run
+    /// inside a transaction in transactional files, writes to the history table, and text the database would not
+    /// run to its end.
     public func lint() -> [ManifestProblem] {
         lintFindings(manifest.migrations).map(\.problem)
     }

@@ -104,7 +104,9 @@ struct SeedLoader {
         let sink: any SeedSink
         do {
             sink = try target.sink(columns: targets, keyIndexes: keyIndexes)
-        } catch let error as DatabaseError {
+        } catch let error as DatabaseError where error.kind == .syntax {
+            // The database refused the seed's statements: for a seed with a key, because the key is not one of
+            // the table's (other failures, such as a busy or full database, are passed on as they are).
             throw failure(nil, step.key.isEmpty ? error.message
                           : "key (\(step.key.joined(separator: ", "))) must be the primary key or have a UNIQUE index: \(error.message)")
         }
