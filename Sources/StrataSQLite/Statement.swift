@@ -229,6 +229,11 @@ public final class Statement {
     /// `sqlite3_value_*` readers when the connection needs no mutex, which `Database` ensures
     /// (`SQLITE_OPEN_NOMUTEX`).
     @inline(__always) public func column(at index: Int32) -> ColumnValue {
+        Self.column(of: handle, at: index)
+    }
+
+    /// `column(at:)` for a statement handle, which the mapper's SQLite container holds instead of the statement.
+    @inline(__always) static func column(of handle: OpaquePointer, at index: Int32) -> ColumnValue {
         let value = sqlite3_column_value(handle, index)
         switch sqlite3_value_type(value) {
         case SQLITE_INTEGER:

@@ -29,6 +29,105 @@ final class SQLiteMappingTests: XCTestCase {
         XCTAssertEqual(try checkModels(of: manifest, in: db), [])
     }
 
+    /// A statement read only through `PreparedStatement`, as rows of a backend without a container of its own are.
+    final class ProtocolOnlyStatement: PreparedStatement {
+        let base: Statement
+        init(_ base: Statement) { self.base = base }
+        var sql: String { base.sql }
+        var layout: RowLayout { base.layout }
+        func bind(_ arguments: StatementArguments) throws { try base.bind(arguments) }
+        func bind(_ value: DatabaseValue, at index: Int32) throws { try base.bind(value, at: index) }
+        func bindNull(at index: Int32) { base.bindNull(at: index) }
+        func bind(int64 value: Int64, at index: Int32) { base.bind(int64: value, at: index) }
+        func bind(double value: Double, at index: Int32) { base.bind(double: value, at: index) }
+        func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32, copying: Bool) {
+            base.bind(text: bytes, at: index, copying: copying)
+        }
+        func bind(blob bytes: UnsafeBufferPointer<UInt8>, at index: Int32) { base.bind(blob: bytes, at: index) }
+        func run() throws { try base.run() }
+        func step() throws -> Bool { try base.step() }
+        func reset() { base.reset() }
+        func column(at index: Int32) -> ColumnValue { base.column(at: index) }
+        func value(at index: Int32) -> DatabaseValue { base.value(at: index) }
+    }
+
+    func testSQLitesOwnContainerDecodesExactlyAsTheProtocolReadingOne() throws {
+        // SQLite rows decode through a container compiled in the SQLite module (for speed); any other backend's
+        // through the statement protocol. Both must give the same values and the same errors.
+        struct Row: Decodable, Equatable {
+            var id: Int; var small: UInt8; var name: String; var price: Double; var ratio: Float; var flag: Bool
+            var note: String?; var day: Date; var size: Int64?
+        }
+        let db = try database("""
+            CREATE TABLE t (id INTEGER, small INTEGER, name TEXT, price REAL, ratio REAL, flag INTEGER, note TEXT, day TEXT, size INTEGER);
+            INSERT INTO t VALUES (1, 255, 'héllo', 2.5, 0.5, 1, NULL, '2024-01-02', NULL),
+                                 (2, 3, 'b', 1, 2, 0, 'n', '2024-01-03T10:00:00Z', 9007199254740993);
+            """)
+        func decode(_ sql: String, protocolOnly: Bool) -> Result<[Row], MappingError> {
+            guard let compiled = try? db.prepare(sql) else { return .failure(MappingError(typeName: "", message: "prepare")) }
+            let statement: any PreparedStatement = protocolOnly ? ProtocolOnlyStatement(compiled) : compiled
+            let context = DecodingContext(statement: statement, typeName: "Row", layout: nil)
+            defer { context.finish(); statement.reset() }
+            let decoder = RowDecoder(context: context)
+            var rows: [Row] = []
+            do {
+                while try context.nextRow() { rows.append(try Row(from: decoder)) }
+                return .success(rows)
+            } catch let error as MappingError {
+                return .failure(error)
+            } catch {
+                return .failure(MappingError(typeName: "", message: "\(error)"))
+            }
+        }
+        let good = decode("SELECT * FROM t ORDER BY id", protocolOnly: false)
+        XCTAssertEqual(try good.get().map(\.name), ["héllo", "b"])
+        XCTAssertEqual(try good.get()[1].size, 9_007_199_254_740_993)
+        XCTAssertEqual(good, decode("SELECT * FROM t ORDER BY id", protocolOnly: true))
+        for bad in ["SELECT id, 256 AS small, name, price, ratio, flag, note, day, size FROM t",
+                    "SELECT id, small, CAST(x'FF' AS TEXT) AS name, price, ratio, flag, note, day, size FROM t",
+                    "SELECT id, small, name, price, ratio, 2 AS flag, note, day, size FROM t",
+                    "SELECT id, small, name, 'x' AS price, ratio, flag, note, day, size FROM t",
+                    "SELECT id, small, name, price, 1e300 AS ratio, flag, note, day, size FROM t",
+                    "SELECT id, small, name, price, ratio, flag, 5 AS note, day, size FROM t",
+                    "SELECT id, small, name, price, ratio, flag, note, 'someday' AS day, size FROM t",
+                    "SELECT id, name, price, ratio, flag, note, day, size FROM t"] {
+            let fast = decode(bad, protocolOnly: false)
+            guard case .failure(let error) = fast else { return XCTFail("\(bad) decoded") }
+            XCTAssertNotEqual(error.message, "prepare", bad)
+            XCTAssertEqual(fast, decode(bad, protocolOnly: true), bad)
+        }
+    }
+
+    func testTextThatIsNotUTF8IsAnErrorAtEveryLengthAndPosition() throws {
+        // Decoding would otherwise replace the bytes with U+FFFD, and a save would write that over the stored text.
+        struct Note: Decodable { var text: String; var other: String? }
+        let db = try database("CREATE TABLE note (text TEXT, other TEXT);")
+        for length in [1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 40] {
+            for position in Set([0, length / 2, length - 1]) {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                bytes[position] = 0xFF
+                for column in ["text", "other"] {
+                    try db.execute("DELETE FROM note")
+                    let hex = bytes.map { String(format: "%02X", $0) }.joined()
+                    let valid = "'ok'"
+                    try db.execute("INSERT INTO note VALUES (\(column == "text" ? "CAST(x'\(hex)' AS TEXT)" : valid), "
+                                   + "\(column == "other" ? "CAST(x'\(hex)' AS TEXT)" : valid))")
+                    XCTAssertThrowsError(try ModelStore(database: db).fetchAll(Note.self), "\(length) \(position)") { error in
+                        XCTAssertEqual((error as? MappingError)?.message, "is not valid UTF-8 text")
+                        XCTAssertEqual((error as? MappingError)?.property, column)
+                    }
+                }
+            }
+            // Valid text of the same length, with a multi-byte character where it fits, reads back unchanged.
+            let text = length >= 2 ? String(repeating: "b", count: length - 2) + "é" : "c"
+            try db.execute("DELETE FROM note")
+            try db.execute("INSERT INTO note VALUES (?, ?)", [text, text])
+            let read = try XCTUnwrap(ModelStore(database: db).fetchAll(Note.self).first)
+            XCTAssertEqual(read.text, text)
+            XCTAssertEqual(read.other, text)
+        }
+    }
+
     struct Author: Codable, Equatable { var id: Int64?; var email: String; var name: String }
     struct Tag: Codable, Equatable { var id: Int64; var name: String }
 

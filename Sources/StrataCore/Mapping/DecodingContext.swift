@@ -1,0 +1,179 @@
+import Foundation
+
+/// The state of decoding rows of one statement into a `Decodable` type: the current row, the learned key order and
+/// the keyed container every row reuses.
+///
+/// The coding-key → column lookup is learned once per statement: synthesized `init(from:)` asks for keys in
+/// the same order on every row, so each field costs one comparison against the predicted key instead of a
+/// dictionary lookup. Package-visible and partly inlinable so a backend's container (`RowFieldReading`) runs this
+/// per-field path with its own column read inlined.
+@usableFromInline
+package final class DecodingContext {
+    package let statement: any PreparedStatement
+    /// The backend's own handle for reading the current row (SQLite: the `sqlite3_stmt`), from
+    /// `RowDecodingStatement.columnSource`. A raw handle, not the statement object: reading through an object
+    /// reference costs a retain and a release per field. Valid while `statement` is, which this context keeps alive.
+    package let columnSource: OpaquePointer?
+    package let typeName: String
+    let layout: ModelLayout?
+    /// 1-based position of the current row in the result.
+    package var row: Int { counters[2] }
+
+    /// One learned step of the order in which the type asks for keys.
+    @usableFromInline
+    struct Step {
+        @usableFromInline let keyType: ObjectIdentifier
+        /// The key's bytes, when its type is plain data of 1, 2, 4 or 8 bytes (a synthesized `CodingKeys` case
+        /// is one byte): comparing them skips the `stringValue` call and a string comparison per field. Other
+        /// keys are compared by name.
+        @usableFromInline let bits: UInt64?
+        @usableFromInline let name: String
+        @usableFromInline let column: Int32
+    }
+
+    /// Steps in the order the type asks for them (column -1: no such column). Kept behind pointers so the
+    /// per-field path reads and writes them without dynamic exclusivity checks.
+    private static let capacity = 128
+    @usableFromInline let steps = UnsafeMutablePointer<Step>.allocate(capacity: DecodingContext.capacity)
+    @usableFromInline let counters = UnsafeMutablePointer<Int>.allocate(capacity: 3) // [learned, position, row]
+    private var byKey: [String: Int32] = [:]
+    lazy var json = JSONDecoder()
+
+    package init(statement: any PreparedStatement, typeName: String, layout: ModelLayout?) {
+        self.statement = statement
+        columnSource = (statement as? any RowDecodingStatement)?.columnSource
+        self.typeName = typeName
+        self.layout = layout
+        counters.initialize(repeating: 0, count: 3)
+    }
+
+    deinit {
+        steps.deinitialize(count: counters[0])
+        steps.deallocate()
+        counters.deallocate()
+    }
+
+    /// The keyed container is stateless (the state lives here), so one instance serves every row: building a
+    /// new one per row costs an allocation and generic metadata lookups.
+    private var cachedContainer: AnyObject?
+    private var cachedKeyType: ObjectIdentifier?
+
+    private final class ContainerHolder<Key: CodingKey> {
+        let container: KeyedDecodingContainer<Key>
+        init(_ container: KeyedDecodingContainer<Key>) { self.container = container }
+    }
+
+    @inline(__always)
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedDecodingContainer<Key> {
+        if cachedKeyType == ObjectIdentifier(Key.self), let holder = cachedContainer {
+            return unsafeDowncast(holder, to: ContainerHolder<Key>.self).container
+        }
+        return makeContainer(keyedBy: Key.self)
+    }
+
+    /// Out of line: the metadata this needs would otherwise be looked up on every row, not just the first.
+    @inline(never)
+    private func makeContainer<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedDecodingContainer<Key> {
+        // A backend that supplies its own container reads each column with a direct call; any other goes
+        // through the statement protocol.
+        let container = (statement as? any RowDecodingStatement)?.rowContainer(context: self, keyedBy: Key.self)
+            ?? KeyedDecodingContainer(RowContainer<Key>(context: self))
+        cachedContainer = ContainerHolder(container)
+        cachedKeyType = ObjectIdentifier(Key.self)
+        return container
+    }
+
+    /// Breaks the cycle through the cached container once the statement is done.
+    func finish() {
+        cachedContainer = nil
+        cachedKeyType = nil
+    }
+
+    /// Steps to the next row; false after the last.
+    @usableFromInline
+    func nextRow() throws -> Bool {
+        guard try statement.step() else { return false }
+        counters[2] += 1
+        counters[1] = 0
+        return true
+    }
+
+    /// The column index for a coding key, or -1 when the result has no such column.
+    @inlinable @inline(__always)
+    package func column<Key: CodingKey>(for key: Key) -> Int32 {
+        let position = counters[1]
+        if position < counters[0] {
+            let step = steps + position
+            if step.pointee.keyType == ObjectIdentifier(Key.self) {
+                let matches = if let learned = step.pointee.bits { learned == Self.bits(of: key) }
+                              else { step.pointee.name == key.stringValue }
+                if matches {
+                    counters[1] = position + 1
+                    return step.pointee.column
+                }
+            }
+        }
+        return learn(key, at: position)
+    }
+
+    /// Resolves a key the predicted order did not cover, and extends the order while it is still being learned.
+    @usableFromInline
+    func learn<Key: CodingKey>(_ key: Key, at position: Int) -> Int32 {
+        let name = key.stringValue
+        let column = byKey[name] ?? resolve(name)
+        if position == counters[0] && position < Self.capacity {
+            let plain = _isPOD(Key.self) && [1, 2, 4, 8].contains(MemoryLayout<Key>.size)
+            (steps + position).initialize(to: Step(keyType: ObjectIdentifier(Key.self), bits: plain ? Self.bits(of: key) : nil,
+                                                   name: name, column: column))
+            counters[0] = position + 1
+            counters[1] = position + 1
+        }
+        return column
+    }
+
+    /// The bytes of a plain-data key of 1, 2, 4 or 8 bytes, zero-extended. Reinterpreting the key as an integer
+    /// of its size is a plain load; copying it through a pointer or closure would call the key type's value
+    /// witnesses, which costs more than the comparison saves.
+    @inlinable @inline(__always)
+    static func bits<Key>(of key: Key) -> UInt64 {
+        switch MemoryLayout<Key>.size {
+        case 1: UInt64(unsafeBitCast(key, to: UInt8.self))
+        case 2: UInt64(unsafeBitCast(key, to: UInt16.self))
+        case 4: UInt64(unsafeBitCast(key, to: UInt32.self))
+        case 8: unsafeBitCast(key, to: UInt64.self)
+        default: 0
+        }
+    }
+
+    private func resolve(_ key: String) -> Int32 {
+        let layoutNames = statement.layout
+        let name = layout?.column(for: key) ?? key
+        let index = layoutNames.index(of: name) ?? layoutNames.index(of: key) ?? layoutNames.index(of: snakeCase(key))
+        let column = Int32(index ?? -1)
+        byKey[key] = column
+        return column
+    }
+
+    func columnName(_ index: Int32, key: String) -> String {
+        index >= 0 ? statement.layout.names[Int(index)] : (layout?.column(for: key) ?? key)
+    }
+
+    /// The current value at a column, described for an error message.
+    func describe(_ index: Int32) -> String {
+        let value = statement.value(at: index)
+        return value == .null ? "NULL" : "\(value.description.truncated(to: 60)) (\(value.storageClass))"
+    }
+
+    /// A property whose column the result does not have.
+    @usableFromInline @inline(never)
+    package func missingColumn(_ key: String) -> MappingError {
+        error(key, -1, "has no column in the result (columns: \(statement.layout.names.joined(separator: ", ")))",
+              showValue: false)
+    }
+
+    @usableFromInline @inline(never)
+    package func error(_ key: String, _ column: Int32, _ message: String, showValue: Bool = true) -> MappingError {
+        MappingError(typeName: typeName, property: key, column: columnName(column, key: key), row: row,
+                     value: showValue && column >= 0 ? describe(column) : nil, message: message)
+    }
+}
