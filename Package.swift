@@ -19,6 +19,11 @@ let package = Package(
             providers: [.apt(["libxml2-dev"])]
         ),
         .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
             name: "CCrypto",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
@@ -34,10 +39,15 @@ let package = Package(
             name: "StrataSQLite",
             dependencies: ["StrataCore", "CSQLite"]
         ),
+        // The PostgreSQL backend: the only target that speaks libpq.
+        .target(
+            name: "StrataPostgres",
+            dependencies: ["StrataCore", "CLibPQ"]
+        ),
         // The umbrella: `import Strata` brings the core and every backend.
         .target(
             name: "Strata",
-            dependencies: ["StrataCore", "StrataSQLite"]
+            dependencies: ["StrataCore", "StrataSQLite", "StrataPostgres"]
         ),
         .executableTarget(
             name: "strata",
@@ -45,11 +55,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "strata-bench",
-            dependencies: ["Strata", "CSQLite"]
+            dependencies: ["Strata", "CSQLite", "CLibPQ"]
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "StrataCore", "StrataSQLite", "CSQLite"]
+            dependencies: ["Strata", "StrataCore", "StrataSQLite", "StrataPostgres", "CSQLite", "CLibPQ"]
         ),
     ],
     swiftLanguageModes: [.v6]
