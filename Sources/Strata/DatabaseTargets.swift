@@ -7,7 +7,8 @@ public enum DatabaseTargets {
     /// `MigrationError.noDatabase` when neither names one, and `DatabaseLocationError` for a name its backend refuses.
     public static func target(option: String?, manifest: Manifest?) throws -> any DatabaseTarget {
         if let option {
-            return try target(location: option, source: "--database '\(option)'")
+            if PostgresURL.isPostgres(option) { return PostgresTarget(url: option) }
+            return try target(location: option, source: "--database '\(PostgresURL.redacted(option))'")
         }
         if let path = manifest?.databasePath.map(displayPath) {
             return try target(location: path, source: "<database path=\"\(path)\">")
@@ -15,9 +16,11 @@ public enum DatabaseTargets {
         throw MigrationError.noDatabase
     }
 
-    /// The database at `location`; `source` is how refusals name it. Every location is a SQLite path today.
+    /// The database at `location`: a PostgreSQL connection URI (`postgres://`, `postgresql://`) or a SQLite path;
+    /// `source` is how refusals name it.
     public static func target(location: String, source: String) throws -> any DatabaseTarget {
-        try SQLiteTarget(path: location, source: source)
+        if PostgresURL.isPostgres(location) { return PostgresTarget(url: location) }
+        return try SQLiteTarget(path: location, source: source)
     }
 
     /// An empty database of the default backend (SQLite, in memory), for checks that need a dialect but no data.

@@ -1,0 +1,152 @@
+import CLibPQ
+import StrataCore
+
+/// The backend-neutral connection on PostgreSQL: statements, transactions, and the catalog read from
+/// `pg_catalog` for tables `search_path` finds.
+extension PostgresConnection: DatabaseConnection {
+    public var dialect: any SQLDialect { PostgresDialect() }
+
+    public func compile(_ sql: String) throws -> any PreparedStatement {
+        PostgresStatement(connection: self, sql: sql)
+    }
+
+    public func compileForReading(_ sql: String) throws -> any PreparedStatement {
+        PostgresStatement(connection: self, sql: sql)
+    }
+
+    public func execute(_ sql: String, _ arguments: StatementArguments) throws {
+        let statement = PostgresStatement(connection: self, sql: sql)
+        try statement.bind(arguments)
+        try statement.run()
+    }
+
+    public func rows(_ sql: String, _ arguments: StatementArguments) throws -> [Row] {
+        let statement = PostgresStatement(connection: self, sql: sql)
+        try statement.bind(arguments)
+        return try statement.remainingRows()
+    }
+
+    public var isInTransaction: Bool { transactionStatus != PQTRANS_IDLE }
+
+    /// PostgreSQL has no rowid: keys a table generates are read with `RETURNING`.
+    public var lastInsertRowID: Int64 { 0 }
+
+    public func withTransaction<T>(_ body: () throws -> T) throws -> T {
+        guard !isInTransaction else {
+            throw DatabaseError(kind: .misuse, code: nil, message: "a transaction is already open; use withSavepoint to nest")
+        }
+        try executeSimple("BEGIN")
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            try? executeSimple("ROLLBACK")
+            throw error
+        }
+        try commit()
+        return value
+    }
+
+    /// Commits, refusing to report success for a transaction PostgreSQL has already failed: `COMMIT` of a failed
+    /// transaction block rolls it back and succeeds, which would turn an error a caller swallowed into lost work.
+    func commit() throws {
+        if transactionStatus == PQTRANS_INERROR {
+            try? executeSimple("ROLLBACK")
+            throw DatabaseError(kind: .misuse, code: nil,
+                                message: "a statement failed inside the transaction, so PostgreSQL rolled all of it back; nothing was committed",
+                                sql: "COMMIT TRANSACTION")
+        }
+        let result = PostgresResult(PQexec(handle, "COMMIT"))
+        try check(result, sql: "COMMIT TRANSACTION")
+        if let tag = PQcmdStatus(result.handle), String(cString: tag) != "COMMIT" {
+            throw DatabaseError(kind: .other, code: nil,
+                                message: "PostgreSQL answered \(String(cString: tag)) to COMMIT: the transaction was not committed",
+                                sql: "COMMIT TRANSACTION")
+        }
+    }
+
+    public func withSavepoint<T>(_ body: () throws -> T) throws -> T {
+        guard isInTransaction else { return try withTransaction(body) }
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
+        let name = "strata_savepoint_\(savepointDepth)"
+        try executeSimple("SAVEPOINT \(name)")
+        do {
+            let value = try body()
+            try executeSimple("RELEASE SAVEPOINT \(name)")
+            return value
+        } catch {
+            try? executeSimple("ROLLBACK TO SAVEPOINT \(name); RELEASE SAVEPOINT \(name)")
+            throw error
+        }
+    }
+
+    // MARK: Catalog
+
+    /// The table or view `name` (exactly as written, not folded) that `search_path` finds, as a `regclass` argument.
+    private func relation(_ name: String) -> StatementArguments {
+        [quoteIdentifier(name)]
+    }
+
+    public func tableExists(_ name: String) throws -> Bool {
+        try scalar("SELECT to_regclass($1) IS NOT NULL", relation(name), as: Bool.self) ?? false
+    }
+
+    /// The visible table or view whose name matches `name` exactly, else case-insensitively (unquoted names fold
+    /// to lower case in SQL, so `Books` in a manifest finds `books`).
+    public func declaredTableName(_ name: String) throws -> String? {
+        try scalar("""
+            SELECT c.relname FROM pg_catalog.pg_class c
+            WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND pg_catalog.pg_table_is_visible(c.oid)
+              AND lower(c.relname) = lower($1)
+            ORDER BY c.relname = $1 DESC, c.relname LIMIT 1
+            """, [name], as: String.self)
+    }
+
+    public func columns(in table: String) throws -> [ColumnInfo] {
+        let dialect = PostgresDialect()
+        return try rows("""
+            SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
+                   pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_sql,
+                   COALESCE((SELECT k.position FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, position)
+                             WHERE k.attnum = a.attnum), 0)::int8 AS key_position
+            FROM pg_catalog.pg_attribute a
+            LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+            LEFT JOIN pg_catalog.pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+            WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+            ORDER BY a.attnum
+            """, relation(table)).map { row in
+                let type: String = try row.get("type")
+                return ColumnInfo(name: try row.get("attname"), declaredType: type,
+                                  affinity: dialect.affinity(ofDeclaredType: type),
+                                  isNotNull: try row.get("attnotnull"), defaultSQL: try row.get("default_sql"),
+                                  primaryKeyPosition: try row.get("key_position"))
+            }
+    }
+
+    /// The primary key first, then each unique index over plain columns without a predicate, in creation order.
+    public func uniqueKeys(in table: String) throws -> [[String]] {
+        var keys: [(index: Int64, columns: [String])] = []
+        for row in try rows("""
+            SELECT i.indexrelid::int8 AS index, a.attname
+            FROM pg_catalog.pg_index i
+            CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, position)
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+            WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+              AND k.position <= i.indnkeyatts
+            ORDER BY i.indisprimary DESC, i.indexrelid, k.position
+            """, relation(table)) {
+            let index: Int64 = try row.get("index")
+            let column: String = try row.get("attname")
+            if keys.last?.index == index {
+                keys[keys.count - 1].columns.append(column)
+            } else {
+                keys.append((index, [column]))
+            }
+        }
+        return keys.map(\.columns)
+    }
+
+    /// PostgreSQL constraints name no conflict resolution of their own.
+    public func declaresConflictClause(_ table: String) throws -> Bool { false }
+}

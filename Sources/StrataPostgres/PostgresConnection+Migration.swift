@@ -1,0 +1,200 @@
+import CLibPQ
+import Foundation
+import StrataCore
+
+/// The runner on PostgreSQL. Deployers serialise on a session-level advisory lock, taken by polling
+/// `pg_try_advisory_lock` outside any transaction (a waiting deployer holds no snapshot, so another's
+/// `CREATE INDEX CONCURRENTLY` never waits for it) and released after each step; each step runs in its own
+/// transaction with its history row (PostgreSQL's DDL is transactional). `transaction="none"` steps are claimed
+/// with their own advisory locks (`PostgresStepLocks`). After each migration the session is reset
+/// (`PostgresSessionReset`), so `SET search_path` and the like in one file do not reach the next.
+extension PostgresConnection: MigrationDatabase {
+    public var history: any HistoryStorage { PostgresHistory(connection: self) }
+
+    public var stepLocks: any StepLocking { PostgresStepLocks(connection: self) }
+
+    public func withWriteLock<T>(_ body: () throws -> T) throws -> T {
+        try acquireDeployLock()
+        defer { releaseDeployLock() }
+        return try withTransaction(body)
+    }
+
+    /// Polls for the deployers' lock until `lockTimeout`; the error names the session holding it.
+    private func acquireDeployLock() throws {
+        guard !holdsDeployLock else { return }
+        let deadline = ContinuousClock.now + lockTimeout
+        var pause = Duration.milliseconds(10)
+        while true {
+            if try scalar("SELECT pg_try_advisory_lock($1::int4, $2::int4)", [PostgresLocks.namespace, PostgresLocks.deploy],
+                          as: Bool.self) == true {
+                holdsDeployLock = true
+                return
+            }
+            guard ContinuousClock.now < deadline else {
+                throw DatabaseError(kind: .busy, code: nil, message: "another deployer held Strata's lock on \(name) for longer than \(lockTimeout)\(try deployLockHolder())")
+            }
+            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds))
+            pause = min(pause * 2, .milliseconds(200))
+        }
+    }
+
+    private func releaseDeployLock() {
+        guard holdsDeployLock else { return }
+        holdsDeployLock = false
+        _ = try? execute("SELECT pg_advisory_unlock($1::int4, $2::int4)", [PostgresLocks.namespace, PostgresLocks.deploy])
+    }
+
+    /// ": held by process N (application A, running for S s)", or nothing when it cannot be told.
+    private func deployLockHolder() throws -> String {
+        let rows = try rows("""
+            SELECT a.pid, a.application_name, round(extract(epoch FROM now() - a.backend_start))::int8 AS seconds
+            FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::int4::oid AND l.objid = $2::int4::oid
+              AND l.objsubid = 2
+            """, [PostgresLocks.namespace, PostgresLocks.deploy])
+        guard let row = rows.first, let pid: Int64 = try row.get("pid") else { return "" }
+        let application: String = (try row.get("application_name", as: String?.self)) ?? ""
+        let seconds: Int64 = (try row.get("seconds", as: Int64?.self)) ?? 0
+        return ": held by server process \(pid)\(application.isEmpty ? "" : " (\(application))"), connected for \(seconds) s"
+    }
+
+    public func runScript(contentsOfFile path: String, insideTransaction: Bool,
+                          progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)?,
+                          observe: (UnsafeBufferPointer<UInt8>) -> Void, afterEach: (() -> Void)?) throws {
+        try withoutActuallyEscaping(observe) { observe in
+            var script = try PostgresScript(path: path)
+            script.onRead = observe
+            script.onProgress = progress
+            try run(&script, afterEach: afterEach)
+        }
+    }
+
+    public func runScript(_ bytes: [UInt8], startLine: Int, insideTransaction: Bool, afterEach: (() -> Void)?) throws {
+        var script = PostgresScript(bytes: bytes, startLine: startLine)
+        try run(&script, afterEach: afterEach)
+    }
+
+    /// Runs each piece of a script: statements one at a time, `COPY … FROM stdin` with the data that follows it,
+    /// and the two meta-commands `pg_dump` writes (`\restrict`, `\unrestrict`), which need nothing from a runner.
+    private func run(_ script: inout PostgresScript, afterEach: (() -> Void)?) throws {
+        while let piece = try script.next() {
+            switch piece {
+            case .statement(let statement):
+                let result = PostgresResult(PQexec(handle, statement.sql))
+                try check(result, statement)
+            case .copy(let statement, _):
+                try copy(statement, from: &script)
+            case .metaCommand(let command):
+                guard command.name == "restrict" || command.name == "unrestrict" else {
+                    throw DatabaseError(kind: .syntax, code: nil,
+                                        message: "psql meta-command \\\(command.name) is not SQL; Strata runs files with libpq, not psql — remove it",
+                                        line: command.line, column: command.column)
+                }
+            }
+            afterEach?()
+        }
+    }
+
+    /// A statement's failure placed at the file line and column PostgreSQL's error position points to.
+    private func check(_ result: PostgresResult, _ statement: PostgresStatementText) throws {
+        do {
+            try check(result, sql: statement.sql)
+        } catch let error as DatabaseError {
+            var line = statement.line
+            var column = statement.column
+            if let handle = result.handle, let position = PQresultErrorField(handle, Int32(UInt8(ascii: "P"))),
+               let offset = Int(String(cString: position)) {
+                (line, column) = statement.location(ofPosition: offset)
+            }
+            throw error.at(line: line, column: column)
+        }
+    }
+
+    /// Streams a `COPY … FROM stdin` block's data lines to the server.
+    private func copy(_ statement: PostgresStatementText, from script: inout PostgresScript) throws {
+        let started = PostgresResult(PQexec(handle, statement.sql))
+        guard PQresultStatus(started.handle) == PGRES_COPY_IN else {
+            try check(started, statement)
+            throw DatabaseError(kind: .syntax, code: nil, message: "COPY did not start reading data", sql: statement.sql,
+                                line: statement.line, column: statement.column)
+        }
+        var failure: DatabaseError?
+        while let chunk = try script.nextCopyData() {
+            guard failure == nil else { continue }   // read to the end of the block so the script stays in step
+            let sent = chunk.withUnsafeBufferPointer { bytes in
+                bytes.baseAddress.map { base in
+                    PQputCopyData(handle, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count))
+                } ?? 1
+            }
+            if sent != 1 { failure = connectionError(sql: statement.sql).at(line: statement.line, column: statement.column) }
+        }
+        if PQputCopyEnd(handle, failure == nil ? nil : "the script could not be sent") != 1, failure == nil {
+            failure = connectionError(sql: statement.sql).at(line: statement.line, column: statement.column)
+        }
+        // The COPY's own result, then the end of results.
+        var outcome: DatabaseError?
+        while let next = PQgetResult(handle) {
+            let result = PostgresResult(next)
+            if outcome == nil, PQresultStatus(next) != PGRES_COMMAND_OK {
+                outcome = PostgresError.error(next, connection: handle, sql: statement.sql)
+                    .at(line: statement.line, column: statement.column)
+            }
+            _ = result
+        }
+        if let failure = failure ?? outcome { throw failure }
+    }
+
+    /// Seeds and their triggers cannot reach Strata's history on PostgreSQL other than by naming it, which the
+    /// lint refuses in migrations; a seed's rows go only to its own table.
+    public func withSeedRules<T>(_ body: () throws -> T) throws -> T {
+        try body()
+    }
+
+    /// PostgreSQL always enforces foreign keys (and checks deferred ones at commit): there is no switch to set.
+    public func withForeignKeys<T>(enforced: Bool, _ body: () throws -> T) throws -> T {
+        try body()
+    }
+
+    /// No violations can be committed on PostgreSQL, so none are excused and none are found.
+    public func foreignKeyBaseline(excusingCurrent: Bool) throws -> any ForeignKeyBaseline {
+        EnforcedForeignKeys()
+    }
+
+    public func sessionSnapshot() throws -> any SessionSnapshot {
+        PostgresSessionReset(connection: self)
+    }
+
+    public func rollBackOpenTransaction() -> Bool {
+        guard isInTransaction else { return false }
+        _ = try? executeSimple("ROLLBACK")
+        return true
+    }
+
+    /// PostgreSQL has rolled back by the time a failed statement returns.
+    public func finishRollback() throws {}
+
+    /// Seeds on PostgreSQL (`COPY`) are being built; until then a seed step is refused before it writes anything.
+    public func seedTarget(_ seed: SeedStep) throws -> any SeedTarget {
+        throw DatabaseError(kind: .misuse, code: nil,
+                            message: "seeds cannot be loaded into PostgreSQL by this build of Strata; nothing of \(seed.id) was written")
+    }
+}
+
+/// The baseline on a database that enforces every foreign key: nothing to excuse, nothing to find.
+final class EnforcedForeignKeys: ForeignKeyBaseline {
+    var count: Int { 0 }
+    func newViolations() throws -> [ForeignKeyViolation] { [] }
+}
+
+/// Puts a session back as Strata opened it: session authorization and every setting reset, temporary tables,
+/// cursors and listeners gone, Strata's own settings applied again. Advisory locks are left alone: the deployer's
+/// and a step's claim are Strata's own.
+struct PostgresSessionReset: SessionSnapshot {
+    let connection: PostgresConnection
+
+    func restore() throws {
+        if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
+        try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *")
+        try connection.executeSimple(connection.sessionSettings)
+    }
+}

@@ -1,0 +1,140 @@
+import CLibPQ
+import Foundation
+import StrataCore
+
+/// A connection to a PostgreSQL database through libpq.
+///
+/// ```swift
+/// let db = try PostgresConnection(url: "postgresql://app@db.internal/library")
+/// try db.execute("INSERT INTO authors (name) VALUES ($1)", ["Ursula K. Le Guin"])
+/// ```
+///
+/// Every session Strata opens runs with `TimeZone=UTC` and ISO dates, so timestamps read and write the same way on
+/// every host; the settings are restored after each migration (`sessionSnapshot`). Used from one thread at a time.
+public final class PostgresConnection {
+    let handle: OpaquePointer
+    /// The connection URI with any password removed: how output, JSON and errors name the database.
+    public let name: String
+    /// How long `withWriteLock` waits for another deployer.
+    public let lockTimeout: Duration
+    /// The schema holding `strata_history`: the manifest's, else the one `search_path` resolved to on connecting.
+    public let historySchema: String
+    /// Rows changed by the last statement.
+    public private(set) var changes = 0
+    /// Savepoints opened by `withSavepoint`, for unique names.
+    var savepointDepth = 0
+    /// Whether this session holds the deployers' advisory lock (`withWriteLock`).
+    var holdsDeployLock = false
+
+    /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
+    /// again after each migration. From PostgreSQL 14 the server also checks every 2 s that the client is still
+    /// there while a statement runs, so a deployer killed mid-statement has its statement (and locks) ended.
+    static func sessionSettings(serverVersion: Int32) -> String {
+        var settings = """
+            SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601'; SET extra_float_digits = 3;
+            SET client_min_messages = 'warning'; SET client_encoding = 'UTF8'
+            """
+        if serverVersion >= 140_000 { settings += "; SET client_connection_check_interval = '2s'" }
+        return settings
+    }
+
+    var sessionSettings: String { Self.sessionSettings(serverVersion: PQserverVersion(handle)) }
+
+    /// Connects to the database `url` names (`postgres://` or `postgresql://`, anything libpq accepts in a URI,
+    /// with libpq's environment — `PGPASSWORD`, `~/.pgpass` — as usual).
+    /// - Parameters:
+    ///   - schema: where `strata_history` lives; nil: the first schema of `search_path`.
+    ///   - lockTimeout: how long `withWriteLock` waits for another deployer.
+    public init(url: String, schema: String? = nil, lockTimeout: Duration = .seconds(60)) throws {
+        name = PostgresURL.redacted(url)
+        self.lockTimeout = lockTimeout
+        guard let connection = PQconnectdb(url) else {
+            throw DatabaseError(kind: .cannotOpen, message: "libpq could not allocate a connection to \(PostgresURL.redacted(url))")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection)).trimmingWhitespace()
+            PQfinish(connection)
+            throw DatabaseError(kind: .cannotOpen, message: "cannot connect to \(PostgresURL.redacted(url)): \(PostgresURL.redacting(message, url: url))")
+        }
+        // Notices (e.g. "relation already exists, skipping") would go to stderr and mix with the command's output.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        let settings = PostgresResult(PQexec(connection, Self.sessionSettings(serverVersion: PQserverVersion(connection))))
+        let current = PostgresResult(PQexec(connection, "SELECT current_schema()"))
+        guard PQresultStatus(settings.handle) == PGRES_COMMAND_OK, PQresultStatus(current.handle) == PGRES_TUPLES_OK else {
+            let error = PostgresError.error(PQresultStatus(settings.handle) == PGRES_COMMAND_OK ? current.handle : settings.handle,
+                                            connection: connection, sql: nil)
+            PQfinish(connection)
+            throw error
+        }
+        if let schema {
+            historySchema = schema
+        } else if current.rowCount == 1, PQgetisnull(current.handle, 0, 0) == 0, let value = PQgetvalue(current.handle, 0, 0) {
+            historySchema = String(cString: value)
+        } else {
+            PQfinish(connection)
+            throw DatabaseError(kind: .misuse, code: nil,
+                                message: "search_path names no schema that exists on \(PostgresURL.redacted(url)); name one with <database schema=\"…\">")
+        }
+        handle = connection
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// The server's major version, e.g. 150004 for 15.4.
+    public var serverVersion: Int { Int(PQserverVersion(handle)) }
+
+    // MARK: Running statements
+
+    /// Runs SQL text that may hold several statements, without parameters (the simple query protocol).
+    func executeSimple(_ sql: String) throws {
+        let result = PostgresResult(PQexec(handle, sql))
+        try check(result, sql: sql)
+        changes = result.changes
+        // The simple protocol returns only the last result; earlier ones were consumed by libpq.
+    }
+
+    /// Runs one statement with parameters and returns its result.
+    func run(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
+        let result = parameters.withPointers { count, types, values, lengths, formats in
+            PostgresResult(PQexecParams(handle, sql, count, types, values, lengths, formats, 0))
+        }
+        try check(result, sql: sql)
+        changes = result.changes
+        return result
+    }
+
+    /// Throws the error a result reports.
+    func check(_ result: PostgresResult, sql: String?) throws {
+        switch PQresultStatus(result.handle) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_SINGLE_TUPLE:
+            return
+        default:
+            throw PostgresError.error(result.handle, connection: handle, sql: sql)
+        }
+    }
+
+    /// The connection's current error, for failures without a result.
+    func connectionError(sql: String?) -> DatabaseError {
+        PostgresError.error(nil, connection: handle, sql: sql)
+    }
+
+    /// Whether the session is inside a transaction block (open or failed).
+    var transactionStatus: PGTransactionStatusType { PQtransactionStatus(handle) }
+}
+
+/// One libpq result, cleared when released.
+final class PostgresResult {
+    let handle: OpaquePointer?
+
+    init(_ handle: OpaquePointer?) { self.handle = handle }
+    deinit { PQclear(handle) }
+
+    var rowCount: Int { handle.map { Int(PQntuples($0)) } ?? 0 }
+    var columnCount: Int { handle.map { Int(PQnfields($0)) } ?? 0 }
+
+    /// Rows an INSERT, UPDATE, DELETE, MERGE, COPY or SELECT affected.
+    var changes: Int {
+        guard let handle, let text = PQcmdTuples(handle) else { return 0 }
+        return Int(String(cString: text)) ?? 0
+    }
+}

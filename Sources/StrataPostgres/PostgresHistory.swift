@@ -1,0 +1,95 @@
+import StrataCore
+
+/// Reads and writes `strata_history` on PostgreSQL, always schema-qualified (a bare name would follow whatever
+/// `search_path` a migration set). The columns are SQLite's; `applied_at` is a `timestamptz`, read back in the
+/// same ISO-8601 text every backend's records carry.
+struct PostgresHistory: HistoryStorage {
+    static let table = "strata_history"
+
+    let connection: PostgresConnection
+
+    private var qualified: String { quoteIdentifier(connection.historySchema) + "." + Self.table }
+
+    /// `applied_at` as `HistoryRecord` spells it (UTC, milliseconds, `Z`).
+    private var columns: String {
+        """
+        kind, identity, checksum, checksum_version,
+        to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS applied_at,
+        duration_ms, row_count, state, tool_version, applied_sql, runner, error
+        """
+    }
+
+    func exists() throws -> Bool {
+        try connection.scalar("SELECT to_regclass($1) IS NOT NULL", [qualified], as: Bool.self) ?? false
+    }
+
+    /// Creates the table (and its schema) when absent. Two sessions creating it at once would collide in the
+    /// catalog even with `IF NOT EXISTS`, so creation runs under a transaction-level advisory lock.
+    func create() throws {
+        guard try !exists() else { return }
+        let body = {
+            try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresLocks.namespace), \(PostgresLocks.historyCreation))")
+            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier(connection.historySchema))")
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS \(qualified) (
+                    kind             text        NOT NULL CHECK (kind IN ('migration', 'seed')),
+                    identity         text        NOT NULL,
+                    checksum         text        NOT NULL,
+                    checksum_version integer     NOT NULL,
+                    applied_at       timestamptz NOT NULL,
+                    duration_ms      bigint,
+                    row_count        bigint,
+                    state            text        NOT NULL CHECK (state IN ('applied', 'baseline', 'running', 'failed', 'deleted')),
+                    tool_version     text        NOT NULL,
+                    applied_sql      text,
+                    runner           text,
+                    error            text,
+                    PRIMARY KEY (kind, identity)
+                )
+                """)
+        }
+        if connection.isInTransaction { try connection.withSavepoint(body) } else { try connection.withTransaction(body) }
+    }
+
+    func all() throws -> [HistoryRecord] {
+        guard try exists() else { return [] }
+        return try connection.rows("SELECT \(columns) FROM \(qualified) ORDER BY strata_history.applied_at, kind, identity")
+            .map(Self.record)
+    }
+
+    func record(kind: StepKind, identity: String) throws -> HistoryRecord? {
+        guard try exists() else { return nil }
+        return try connection.rows("SELECT \(columns) FROM \(qualified) WHERE kind = $1 AND identity = $2",
+                                   [kind.rawValue, identity]).first.map(Self.record)
+    }
+
+    func write(_ record: HistoryRecord) throws {
+        try connection.execute("""
+            INSERT INTO \(qualified) (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count,
+                                      state, tool_version, applied_sql, runner, error)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+            ON CONFLICT (kind, identity) DO UPDATE SET
+                checksum = excluded.checksum, checksum_version = excluded.checksum_version,
+                applied_at = excluded.applied_at, duration_ms = excluded.duration_ms, row_count = excluded.row_count,
+                state = excluded.state, tool_version = excluded.tool_version, applied_sql = excluded.applied_sql,
+                runner = excluded.runner, error = excluded.error
+            """, [record.kind.rawValue, record.identity, record.checksum, record.checksumVersion, record.appliedAt,
+                  record.durationMs, record.rowCount, record.state.rawValue, record.toolVersion, record.appliedSQL,
+                  record.runner, record.error])
+    }
+
+    func delete(kind: StepKind, identity: String) throws {
+        try connection.execute("DELETE FROM \(qualified) WHERE kind = $1 AND identity = $2", [kind.rawValue, identity])
+    }
+
+    private static func record(_ row: Row) throws -> HistoryRecord {
+        HistoryRecord(
+            kind: StepKind(rawValue: try row.get("kind")) ?? .migration,
+            identity: try row.get("identity"), checksum: try row.get("checksum"),
+            checksumVersion: try row.get("checksum_version"), appliedAt: try row.get("applied_at"),
+            durationMs: try row.get("duration_ms"), rowCount: try row.get("row_count"),
+            state: HistoryRecord.State(rawValue: try row.get("state")) ?? .failed,
+            toolVersion: try row.get("tool_version"), appliedSQL: try row.get("applied_sql"),
+            runner: try row.get("runner"), error: try row.get("error"))
+    }
+}

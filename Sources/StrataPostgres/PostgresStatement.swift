@@ -1,0 +1,246 @@
+import CLibPQ
+import Foundation
+import StrataCore
+
+/// One statement on a PostgreSQL connection, run with `PQexecParams` each time (so the server re-plans it with
+/// the values bound, as psql would). Rows are read from the whole result, in libpq's text format, and classified
+/// by the column's type: integers, floats and booleans as numbers, `bytea` as bytes, everything else (numeric,
+/// dates, uuid, json) as the server's text.
+public final class PostgresStatement {
+    unowned let connection: PostgresConnection
+    public let sql: String
+    private var parameters = PostgresParameters()
+    /// A bind that failed (text with a NUL byte), reported by the next `run()` or `step()`.
+    private var failedBind: DatabaseError?
+    private var result: PostgresResult?
+    private var row: Int32 = -1
+    /// Decoded `bytea` of the last blob column read, valid until the next read or step (`ColumnValue` borrows).
+    private var blobScratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 0)
+    private var cachedLayout: RowLayout?
+
+    init(connection: PostgresConnection, sql: String) {
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit { blobScratch.deallocate() }
+
+    /// Column names of the result (described by the server when the statement has not run yet).
+    public var layout: RowLayout {
+        if let cachedLayout { return cachedLayout }
+        let names: [String]
+        if let handle = result?.handle {
+            names = (0..<PQnfields(handle)).map { String(cString: PQfname(handle, $0)) }
+        } else {
+            names = (try? describe()) ?? []
+        }
+        let layout = RowLayout(names: names)
+        cachedLayout = layout
+        return layout
+    }
+
+    private func describe() throws -> [String] {
+        let prepared = PostgresResult(PQprepare(connection.handle, "", sql, 0, nil))
+        try connection.check(prepared, sql: sql)
+        let described = PostgresResult(PQdescribePrepared(connection.handle, ""))
+        try connection.check(described, sql: sql)
+        guard let handle = described.handle else { return [] }
+        return (0..<PQnfields(handle)).map { String(cString: PQfname(handle, $0)) }
+    }
+
+    public func bind(_ arguments: StatementArguments) throws {
+        reset()
+        failedBind = nil
+        switch arguments {
+        case .positional(let values):
+            parameters = try PostgresParameters(values, sql: sql)
+        case .named:
+            throw DatabaseError(kind: .misuse, code: nil,
+                                message: "named arguments are SQLite's; PostgreSQL statements take $1, $2, … with positional arguments",
+                                sql: sql)
+        case .unrepresentable(let error):
+            throw DatabaseError(kind: error.kind, code: error.code, message: error.message, sql: sql)
+        }
+    }
+
+    public func bind(_ value: DatabaseValue, at index: Int32) throws {
+        try parameters.set(value, at: Int(index), sql: sql)
+    }
+
+    public func bindNull(at index: Int32) { setRemembering(.null, at: index) }
+    public func bind(int64 value: Int64, at index: Int32) { setRemembering(.integer(value), at: index) }
+    public func bind(double value: Double, at index: Int32) { setRemembering(.real(value), at: index) }
+
+    public func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32, copying: Bool) {
+        // Text is copied into the parameter list either way; `copying` only matters to backends that borrow.
+        let text = String(decoding: bytes, as: UTF8.self)
+        setRemembering(.text(text), at: index)
+        if !text.utf8.elementsEqual(bytes), failedBind == nil {
+            failedBind = DatabaseError(kind: .conversion, code: nil,
+                                       message: "parameter \(index) is not valid UTF-8 text", sql: sql)
+        }
+    }
+
+    public func bind(blob bytes: UnsafeBufferPointer<UInt8>, at index: Int32) {
+        setRemembering(.blob(Data(bytes)), at: index)
+    }
+
+    private func setRemembering(_ value: DatabaseValue, at index: Int32) {
+        do {
+            try parameters.set(value, at: Int(index), sql: sql)
+        } catch let error as DatabaseError {
+            if failedBind == nil { failedBind = error }
+        } catch {
+            if failedBind == nil { failedBind = DatabaseError(kind: .other, message: "\(error)", sql: sql) }
+        }
+    }
+
+    private func takeBindFailure() throws {
+        if let failedBind {
+            self.failedBind = nil
+            throw failedBind
+        }
+    }
+
+    /// Runs the statement once with its current bindings.
+    public func run() throws {
+        try takeBindFailure()
+        reset()
+        _ = try connection.run(sql, parameters)
+    }
+
+    public func step() throws -> Bool {
+        if result == nil {
+            try takeBindFailure()
+            result = try connection.run(sql, parameters)
+            cachedLayout = nil
+            row = -1
+        }
+        guard let result else { return false }
+        row += 1
+        return Int(row) < result.rowCount
+    }
+
+    public func reset() {
+        result = nil
+        row = -1
+    }
+
+    /// A column of the current row, classified by the column's type.
+    public func column(at index: Int32) -> ColumnValue {
+        guard let handle = result?.handle, row >= 0, row < PQntuples(handle), index >= 0, index < PQnfields(handle),
+              PQgetisnull(handle, row, index) == 0, let start = PQgetvalue(handle, row, index) else { return .null }
+        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self),
+                                        count: Int(PQgetlength(handle, row, index)))
+        switch PQftype(handle, index) {
+        case PostgresType.bool:
+            return .integer(bytes.first == UInt8(ascii: "t") ? 1 : 0)
+        case PostgresType.int2, PostgresType.int4, PostgresType.int8, PostgresType.oid:
+            return PostgresText.integer(bytes).map(ColumnValue.integer) ?? .text(bytes)
+        case PostgresType.float4, PostgresType.float8:
+            return PostgresText.double(bytes).map(ColumnValue.real) ?? .text(bytes)
+        case PostgresType.bytea:
+            guard let decoded = PostgresText.bytea(bytes) else { return .text(bytes) }
+            if blobScratch.count < decoded.count {
+                blobScratch.deallocate()
+                blobScratch = .allocate(capacity: decoded.count)
+            }
+            _ = blobScratch.initialize(from: decoded)
+            return .blob(UnsafeBufferPointer(rebasing: blobScratch[..<decoded.count]))
+        default:
+            return .text(bytes)
+        }
+    }
+
+    public func value(at index: Int32) -> DatabaseValue {
+        switch column(at: index) {
+        case .null: .null
+        case .integer(let value): .integer(value)
+        case .real(let value): .real(value)
+        case .text(let bytes): .text(String(decoding: bytes, as: UTF8.self))
+        case .blob(let bytes): .blob(Data(bytes))
+        }
+    }
+
+    /// Every remaining row of the result.
+    func remainingRows() throws -> [Row] {
+        var rows: [Row] = []
+        while try step() {
+            let count = Int32(layout.names.count)
+            rows.append(Row(layout: layout, values: (0..<count).map(value(at:))))
+        }
+        return rows
+    }
+}
+
+extension PostgresStatement: PreparedStatement {}
+
+/// Type OIDs from `pg_type` that reading and writing need (fixed by PostgreSQL's catalog, `pg_type.dat`).
+enum PostgresType {
+    static let bool: Oid = 16
+    static let bytea: Oid = 17
+    static let int8: Oid = 20
+    static let int2: Oid = 21
+    static let int4: Oid = 23
+    static let oid: Oid = 26
+    static let float4: Oid = 700
+    static let float8: Oid = 701
+}
+
+/// Parsers for libpq's text format of the types read as numbers and bytes.
+enum PostgresText {
+    /// A decimal integer that fits `Int64`, else nil.
+    static func integer(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard !bytes.isEmpty else { return nil }
+        let negative = bytes[0] == UInt8(ascii: "-")
+        var value: Int64 = 0
+        var index = negative ? 1 : 0
+        guard index < bytes.count else { return nil }
+        while index < bytes.count {
+            let digit = bytes[index] &- 48
+            guard digit < 10 else { return nil }
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = negative ? times.subtractingReportingOverflow(Int64(digit))
+                                             : times.addingReportingOverflow(Int64(digit))
+            guard !overflow1, !overflow2 else { return nil }
+            value = next
+            index += 1
+        }
+        return value
+    }
+
+    static func double(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        switch text {
+        case "NaN": return .nan
+        case "Infinity": return .infinity
+        case "-Infinity": return -.infinity
+        default: return Double(text)
+        }
+    }
+
+    /// `bytea` in the hex output format (`\x0a1b…`), the default since PostgreSQL 9.0.
+    static func bytea(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0 else {
+            return nil
+        }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity((bytes.count - 2) / 2)
+        var index = 2
+        while index < bytes.count {
+            guard let high = nibble(bytes[index]), let low = nibble(bytes[index + 1]) else { return nil }
+            decoded.append(high << 4 | low)
+            index += 2
+        }
+        return decoded
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

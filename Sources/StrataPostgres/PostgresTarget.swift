@@ -1,0 +1,43 @@
+import Foundation
+import StrataCore
+
+/// A PostgreSQL database named by a connection URI on the command line or in a manifest.
+public struct PostgresTarget: DatabaseTarget {
+    /// The URI as given (with its password, if it holds one: never shown; `name` is what output uses).
+    let url: String
+    /// The schema for `strata_history`, from the manifest's `<database schema>`; nil: `search_path`'s first.
+    public let historySchema: String?
+
+    public init(url: String, historySchema: String? = nil) {
+        self.url = url
+        self.historySchema = historySchema
+    }
+
+    public var name: String { PostgresURL.redacted(url) }
+
+    /// A server database is there when it can be connected to; a missing one is reported when it is opened.
+    public var exists: Bool { true }
+
+    /// Opens the database for a run that writes. A server that cannot write (a hot standby, or a session that
+    /// is read-only by default) is refused before anything runs.
+    public func openForWriting(timeout: Duration) throws -> any MigrationDatabase {
+        let connection = try PostgresConnection(url: url, schema: historySchema, lockTimeout: timeout)
+        if try connection.scalar("SELECT pg_catalog.pg_is_in_recovery()", as: Bool.self) == true {
+            throw DatabaseError(kind: .readOnly, code: nil,
+                                message: "\(name) is read-only: a hot standby (in recovery); point --database at the primary, or add target_session_attrs=read-write to a URI that names every host")
+        }
+        if try connection.scalar("SHOW default_transaction_read_only", as: String.self) == "on" {
+            throw DatabaseError(kind: .readOnly, code: nil,
+                                message: "\(name) is read-only: its sessions start read-only (default_transaction_read_only = on)")
+        }
+        return connection
+    }
+
+    public func openForReading() throws -> any MigrationDatabase {
+        try PostgresConnection(url: url, schema: historySchema)
+    }
+
+    public func schema() throws -> String {
+        try PostgresSchema(connection: PostgresConnection(url: url, schema: historySchema)).text()
+    }
+}

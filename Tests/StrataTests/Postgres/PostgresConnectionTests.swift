@@ -1,0 +1,103 @@
+import Foundation
+import StrataCore
+@testable import StrataPostgres
+import XCTest
+
+/// The PostgreSQL connection itself: values both ways, transactions that cannot commit a failed block, the
+/// catalog as the core reads it, and passwords kept out of every message.
+final class PostgresConnectionTests: XCTestCase {
+    func connection() throws -> PostgresConnection {
+        let server = try PostgresServer.shared()
+        return try PostgresConnection(url: try server.url(for: makeTemporaryDirectory(self)))
+    }
+
+    func testValuesRoundTripWithTheirTypes() throws {
+        let db = try connection()
+        try db.execute("""
+            CREATE TABLE t (i int4, b bigint, f float8, n numeric, ok boolean, s text, d bytea, at timestamptz, u uuid)
+            """)
+        try db.execute("INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                       [42, Int64.min, 0.1, "12345.678901234567890", true, "héllo 'x'", Data([0, 1, 255]),
+                        "2024-05-01T09:30:00.250Z", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"])
+        let row = try XCTUnwrap(try db.rows("SELECT * FROM t").first)
+        XCTAssertEqual(row["i"], .integer(42))
+        XCTAssertEqual(row["b"], .integer(Int64.min))
+        XCTAssertEqual(row["f"], .real(0.1))
+        XCTAssertEqual(row["n"], .text("12345.678901234567890"))
+        XCTAssertEqual(row["ok"], .integer(1))
+        XCTAssertEqual(row["s"], .text("héllo 'x'"))
+        XCTAssertEqual(row["d"], .blob(Data([0, 1, 255])))
+        XCTAssertEqual(row["at"], .text("2024-05-01 09:30:00.25+00"))
+        XCTAssertEqual(row["u"], .text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"))
+        XCTAssertEqual(try db.scalar("SELECT $1::float8", [Double.infinity], as: Double.self), .infinity)
+    }
+
+    func testTextWithANULByteIsRefusedNotCut() throws {
+        let db = try connection()
+        try db.execute("CREATE TABLE t (s text)")
+        XCTAssertThrowsError(try db.execute("INSERT INTO t VALUES ($1)", ["a\u{0}b"])) { error in
+            XCTAssertEqual((error as? DatabaseError)?.kind, .conversion)
+        }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+    }
+
+    func testATransactionWhoseStatementFailedIsNeverReportedCommitted() throws {
+        let db = try connection()
+        try db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+        XCTAssertThrowsError(try db.withTransaction {
+            try db.execute("INSERT INTO t VALUES (1)")
+            _ = try? db.execute("INSERT INTO t VALUES (1)")   // fails; the caller swallows it
+        }) { error in
+            XCTAssertTrue("\(error)".contains("nothing was committed"), "\(error)")
+        }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+        XCTAssertFalse(db.isInTransaction)
+    }
+
+    func testSavepointsUndoOnlyTheirOwnWork() throws {
+        let db = try connection()
+        try db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+        try db.withTransaction {
+            try db.execute("INSERT INTO t VALUES (1)")
+            XCTAssertThrowsError(try db.withSavepoint { try db.execute("INSERT INTO t VALUES (1)") })
+            try db.execute("INSERT INTO t VALUES (2)")
+        }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 2)
+    }
+
+    func testTheCatalogAsTheCoreReadsIt() throws {
+        let db = try connection()
+        try db.execute("""
+            CREATE TABLE "Books" (isbn text, edition int, title varchar(200) NOT NULL DEFAULT 'untitled', note text,
+                                  PRIMARY KEY (isbn, edition))
+            """)
+        try db.execute(#"CREATE UNIQUE INDEX books_title ON "Books" (title)"#)
+        try db.execute(#"CREATE UNIQUE INDEX books_partial ON "Books" (note) WHERE note IS NOT NULL"#)
+        try db.execute(#"CREATE UNIQUE INDEX books_lower ON "Books" (lower(note))"#)
+        XCTAssertTrue(try db.tableExists("Books"))
+        XCTAssertFalse(try db.tableExists("books"))
+        XCTAssertEqual(try db.declaredTableName("BOOKS"), "Books")
+        let columns = try db.columns(in: "Books")
+        XCTAssertEqual(columns.map(\.name), ["isbn", "edition", "title", "note"])
+        XCTAssertEqual(columns.map(\.primaryKeyPosition), [1, 2, 0, 0])
+        XCTAssertEqual(columns[2].declaredType, "character varying(200)")
+        XCTAssertEqual(columns[2].affinity, .text)
+        XCTAssertEqual(columns[1].affinity, .integer)
+        XCTAssertTrue(columns[2].isNotNull)
+        XCTAssertEqual(columns[2].defaultSQL, "'untitled'::character varying")
+        XCTAssertEqual(try db.uniqueKeys(in: "Books"), [["isbn", "edition"], ["title"]])
+        XCTAssertEqual(try db.columns(in: "missing"), [])
+    }
+
+    func testAPasswordNeverAppearsInAConnectionError() throws {
+        let server = try PostgresServer.shared()
+        let url = server.url(database: "no_such_database_here").replacingOccurrences(of: "postgresql://postgres@", with: "postgresql://postgres:s3cr%40t@")
+        XCTAssertThrowsError(try PostgresConnection(url: url)) { error in
+            XCTAssertFalse("\(error)".contains("s3cr"), "\(error)")
+            XCTAssertTrue("\(error)".contains("•••"), "\(error)")
+            XCTAssertEqual((error as? DatabaseError)?.kind, .cannotOpen)
+        }
+        XCTAssertEqual(PostgresURL.redacted("postgres://u:p%40ss@h:5/db?password=x&sslmode=require"),
+                       "postgres://u:•••@h:5/db?password=•••&sslmode=require")
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import StrataPostgres
+import XCTest
+
+/// The PostgreSQL server the tests run against: a throwaway one started on first use (the `postgresql` package's
+/// `initdb` and `pg_ctl`, data and Unix socket in a temporary directory, as the `postgres` user when the tests run
+/// as root) and stopped when the test process exits; or, when `STRATA_TEST_POSTGRES_URL` names a server (a URI
+/// of a user who may create databases), that one. Each test project gets a database of its own.
+final class PostgresServer: @unchecked Sendable {
+    /// How tests reach the server: a connection URI without a database name.
+    private let base: (host: String, port: String, user: String, password: String?)
+    /// The throwaway server's directory, nil for an existing server.
+    private let directory: URL?
+    private let lock = NSLock()
+    private var databases: [String: String] = [:]
+
+    private init(base: (host: String, port: String, user: String, password: String?), directory: URL?) {
+        self.base = base
+        self.directory = directory
+    }
+
+    /// The server, started once per process; throws `XCTSkip` (with the reason) where none can run.
+    static func shared() throws -> PostgresServer {
+        switch startup {
+        case .success(let server): return server
+        case .failure(let reason): throw XCTSkip("PostgreSQL tests skipped: \(reason)")
+        }
+    }
+
+    private static let startup: Result<PostgresServer, SkipReason> = start()
+
+    struct SkipReason: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The URI of a database on this server.
+    func url(database: String) -> String {
+        var url = "postgresql://\(base.user)"
+        if let password = base.password { url += ":\(password)" }
+        url += "@/\(database)?host=\(base.host)&port=\(base.port)"
+        return url
+    }
+
+    /// A fresh, empty database for the project at `root` (the same one each time for the same root).
+    func database(for root: URL) throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let name = databases[root.path] { return name }
+        let name = "strata_test_\(databases.count + 1)_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = try PostgresConnection(url: url(database: "postgres"))
+        try admin.execute("CREATE DATABASE \(name)")
+        databases[root.path] = name
+        return name
+    }
+
+    /// The URI of the database for the project at `root`.
+    func url(for root: URL) throws -> String {
+        url(database: try database(for: root))
+    }
+
+    private static func start() -> Result<PostgresServer, SkipReason> {
+        let environment = ProcessInfo.processInfo.environment
+        if let given = environment["STRATA_TEST_POSTGRES_URL"], let components = URLComponents(string: given) {
+            let query = Dictionary(components.queryItems?.map { ($0.name, $0.value ?? "") } ?? [], uniquingKeysWith: { a, _ in a })
+            return .success(PostgresServer(base: (host: query["host"] ?? components.host ?? "localhost",
+                                                  port: query["port"] ?? components.port.map(String.init) ?? "5432",
+                                                  user: components.user ?? "postgres", password: components.password),
+                                           directory: nil))
+        }
+        guard let binaries = binDirectory() else {
+            return .failure(SkipReason(description: "no PostgreSQL server binaries (install the postgresql package, or set STRATA_TEST_POSTGRES_URL)"))
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-pg-\(UUID().uuidString.prefix(8))")
+        let data = directory.appendingPathComponent("data")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let asRoot = getuid() == 0
+            if asRoot { try run("/bin/chown", ["-R", "postgres:postgres", directory.path]) }
+            func server(_ tool: String, _ arguments: [String]) throws {
+                let path = binaries.appendingPathComponent(tool).path
+                if asRoot { try run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments) }
+                else { try run(path, arguments) }
+            }
+            try server("initdb", ["-D", data.path, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"])
+            // Only a Unix socket in the test directory: no port is taken on the machine, so any number works.
+            try server("pg_ctl", ["start", "-w", "-D", data.path, "-l", directory.appendingPathComponent("log").path,
+                                  "-o", "-k \(directory.path) -c listen_addresses='' -p 5432 -c fsync=off -c max_connections=200"])
+            atexit {
+                if case .success(let server) = PostgresServer.startup { server.stop() }
+            }
+            return .success(PostgresServer(base: (host: directory.path, port: "5432", user: "postgres", password: nil),
+                                           directory: directory))
+        } catch {
+            return .failure(SkipReason(description: "the throwaway server did not start: \(error)"))
+        }
+    }
+
+    /// Stops the throwaway server and removes its directory.
+    private func stop() {
+        guard let directory else { return }
+        let data = directory.appendingPathComponent("data").path
+        if let binaries = Self.binDirectory() {
+            let pgctl = binaries.appendingPathComponent("pg_ctl").path
+            if getuid() == 0 {
+                _ = try? Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", pgctl, "stop", "-D", data, "-m", "immediate"])
+            } else {
+                _ = try? Self.run(pgctl, ["stop", "-D", data, "-m", "immediate"])
+            }
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The server binaries' directory: `pg_config --bindir` names the client's; the server's lives beside it
+    /// (Debian: /usr/lib/postgresql/N/bin).
+    static func binDirectory() -> URL? {
+        var candidates: [URL] = []
+        if let output = try? capture("/usr/bin/env", ["pg_config", "--bindir"]) {
+            candidates.append(URL(fileURLWithPath: output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        }
+        if let versions = try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql") {
+            for version in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) {
+                candidates.append(URL(fileURLWithPath: "/usr/lib/postgresql/\(version)/bin"))
+            }
+        }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("pg_ctl").path)
+            && FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("initdb").path) }
+    }
+
+    /// Runs a program and returns its output. Not `Process`: its exit monitoring waits on a descriptor the
+    /// server `pg_ctl start` leaves running inherits, so it would never see `pg_ctl` exit.
+    @discardableResult
+    private static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("strata-pg-run-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: output) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else {
+            throw SkipReason(description: "\(executable) could not be started: \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        // Exited normally with status 0: the low seven bits are the terminating signal, the next eight the code.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw SkipReason(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+        }
+        return text
+    }
+
+    private static func capture(_ executable: String, _ arguments: [String]) throws -> String {
+        try run(executable, arguments)
+    }
+}
