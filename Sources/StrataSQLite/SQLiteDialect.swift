@@ -6,6 +6,7 @@ public struct SQLiteDialect: SQLDialect {
     public init() {}
 
     public var name: String { "SQLite" }
+    public var backend: DatabaseBackend { .sqlite }
 
     public func placeholder(_ index: Int) -> String { "?" }
 

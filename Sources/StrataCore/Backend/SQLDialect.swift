@@ -5,6 +5,9 @@
 public protocol SQLDialect: Sendable {
     /// The database's name, for messages ("SQLite").
     var name: String { get }
+    /// Which backend this is: it picks the database's plan from the manifest (`Manifest.plan(for:)`), so a
+    /// migration marked for another backend never runs here.
+    var backend: DatabaseBackend { get }
     /// The placeholder for the 1-based parameter `index` ("?" on SQLite, "$1" on PostgreSQL).
     func placeholder(_ index: Int) -> String
     /// The most parameters one statement may have.
