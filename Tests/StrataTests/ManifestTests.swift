@@ -775,6 +775,26 @@ extension ManifestTests {
             """)
     }
 
+    func testTheReadmesPerBackendExampleLoadsAsItSays() throws {
+        let readme = try String(contentsOf: repositoryRoot().appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try XCTUnwrap(readme.range(of: "### Per-backend migrations"), "README.md lost its per-backend section")
+        let start = try XCTUnwrap(readme.range(of: "```xml\n", range: section.upperBound..<readme.endIndex))
+        let end = try XCTUnwrap(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
+        let xml = String(readme[start.upperBound..<end.lowerBound])
+        try files(["sql/001_create.sql": "", "sql/002_vacuum.sql": "", "sql/postgresql/001_create.sql": "",
+                   "sql/shared/003_add_genres.sql": "", "csv/genres.csv": "id\n"])
+        let manifest = try load(xml)
+        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["001_create.sql", "002_vacuum.sql", "003_add_genres.sql", "genres.csv"])
+        XCTAssertEqual(manifest.plan(for: .postgresql).map(\.id), ["001_create.sql", "003_add_genres.sql", "genres.csv"])
+        XCTAssertEqual(manifest.migrations.count, 4, "ok: 4 migrations (SQLite 3, PostgreSQL 2), as the README counts")
+        XCTAssertEqual(manifest.validatedBackends, [.sqlite, .postgresql])
+        XCTAssertEqual(manifest.databaseSchema, "library")
+        let refused = try problems(xml.replacingOccurrences(of: #"after="003_add_genres.sql""#, with: #"after="002_vacuum.sql""#))
+        XCTAssertTrue(refused.count == 1 && refused[0].message.hasPrefix(#"after="002_vacuum.sql" names a migration the PostgreSQL plan does not have"#),
+                      "\(refused)")
+        XCTAssertNoThrow(try load(xml.replacingOccurrences(of: #"after="003_add_genres.sql""#, with: #"after="001_create.sql""#)))
+    }
+
     func testEachBackendHasItsOwnPlan() throws {
         let manifest = try twoBackendManifest()
         XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["001_create.sql", "002_vacuum.sql", "003_data.sql", "a.csv", "b.csv"])
