@@ -23,6 +23,15 @@ public enum DatabaseTargets {
         return try SQLiteTarget(path: location, source: source)
     }
 
+    /// The dialect of `backend`, for checks that read SQL without a database (`strata validate`); nil for a backend
+    /// whose dialect this build does not have yet (PostgreSQL, until StrataPostgres provides one).
+    public static func dialect(for backend: DatabaseBackend) -> (any SQLDialect)? {
+        switch backend {
+        case .sqlite: SQLiteDialect()
+        case .postgresql: nil
+        }
+    }
+
     /// An empty database of the default backend (SQLite, in memory), for checks that need a dialect but no data.
     public static func scratch() throws -> any MigrationDatabase {
         try Database(.inMemory)

@@ -59,10 +59,8 @@ struct Commands {
 
     private func validate() throws -> Int32 {
         let manifest = try self.manifest()
-        // validate reads files only: the database is not opened, the lint follows the default dialect.
-        let migrator = Migrator(manifest: manifest, database: try DatabaseTargets.scratch())
-        let problems = migrator.lint()
-        let unchecked = migrator.lintWarnings()
+        // validate reads files only: no database is opened; each backend's plan is linted with its dialect.
+        let (problems, unchecked) = Migrator.lint(manifest, dialect: DatabaseTargets.dialect(for:))
         for warning in unchecked { output.log("warning: \(warning)") }
         let warnings = JSON.array((manifest.warnings + unchecked).map(Self.json))
         if !problems.isEmpty {
@@ -71,10 +69,15 @@ struct Commands {
             printError(problems.map(\.description).joined(separator: "\n"))
             return ExitCode.stepFailed
         }
-        let summary = counted(manifest.migrations.count, "migration") + ", " + counted(manifest.seeds.count, "seed") + ", "
-            + counted(manifest.models.count, "model")
+        // A manifest with backend marks says how many migrations each checked plan has.
+        let plans = manifest.validatedBackends.map { ($0, manifest.migrations(for: $0).count) }
+        let perBackend = manifest.migrations.contains { $0.backends != nil }
+            ? " (" + plans.map { "\($0.0.displayName) \($0.1)" }.joined(separator: ", ") + ")" : ""
+        let summary = counted(manifest.migrations.count, "migration") + perBackend + ", "
+            + counted(manifest.seeds.count, "seed") + ", " + counted(manifest.models.count, "model")
         output.line("ok: \(summary)")
         output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
+                       "plans": .object(plans.map { ($0.0.rawValue, .optional($0.1)) }),
                        "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count),
                        "warnings": warnings])
         return ExitCode.success
@@ -96,7 +99,7 @@ struct Commands {
         }
         let migrator = Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout))
         var progress = ProgressLine(enabled: output.showsProgress)
-        let idWidth = manifest.plan.map(\.id.count).max() ?? 0
+        let idWidth = manifest.plan(for: migrator.database.dialect.backend).map(\.id.count).max() ?? 0
         let report = try migrator.migrate(options) { event in
             switch event {
             case .started(let step, let reason):
@@ -264,7 +267,14 @@ struct Commands {
     }
 
     private func newMigration() throws -> Int32 {
-        let created = try MigrationFile.create(named: invocation.positionals[0], in: try manifest())
+        var backend: DatabaseBackend?
+        if let name = invocation.value("backend") {
+            guard let named = DatabaseBackend(rawValue: name) else {
+                throw UsageError("--backend must be \(DatabaseBackend.allCases.map(\.rawValue).joined(separator: " or ")), not '\(name)'")
+            }
+            backend = named
+        }
+        let created = try MigrationFile.create(named: invocation.positionals[0], in: try manifest(), backend: backend)
         output.line("created \(displayPath(created))")
         output.object(["command": "new", "path": .string(displayPath(created))])
         return ExitCode.success

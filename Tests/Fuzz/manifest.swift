@@ -28,7 +28,8 @@ public func fuzzManifest(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let text = String(decoding: bytes, as: UTF8.self)
     do {
         let manifest = try Manifest.load(xml: text, path: "fuzz.xml", directory: fixtures)
-        _ = manifest.plan.map(\.id)
+        for backend in DatabaseBackend.allCases { _ = manifest.plan(for: backend).map(\.id) }
+        _ = try? manifest.resolvedDatabaseURL(environment: [:])
     } catch {
         // A ManifestError is the expected outcome for most inputs.
     }

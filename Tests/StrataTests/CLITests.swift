@@ -267,6 +267,46 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: project.root.appendingPathComponent("sql").path), ["001_a.sql"])
     }
 
+    func testNewTakesABackendAndValidateCountsEachBackendsPlan() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1"><database path="db.sqlite"/>
+              <migrations directory="sql" backend="sqlite"/>
+              <migrations directory="sql/postgresql" backend="postgresql"/>
+            </manifest>
+            """, files: ["sql/001_a.sql": "CREATE TABLE a (x);", "sql/postgresql/001_a.sql": "CREATE TABLE a (x integer);"])
+        let ambiguous = try project.strata(["new", "b"])
+        XCTAssertEqual(ambiguous.status, 1)
+        XCTAssertTrue(ambiguous.stderr.contains("say which with --backend"), ambiguous.stderr)
+        let unknown = try project.strata(["new", "b", "--backend", "mysql"])
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertTrue(unknown.stderr.contains("--backend must be sqlite or postgresql, not 'mysql'"), unknown.stderr)
+        let created = try project.strata(["new", "b", "--backend", "postgresql"])
+        XCTAssertEqual(created.stdout, "created sql/postgresql/002_b.sql\n", created.stderr)
+
+        let validate = try project.strata(["validate"])
+        XCTAssertEqual(validate.status, 0, validate.stderr)
+        XCTAssertEqual(validate.stdout, "ok: 3 migrations (SQLite 1, PostgreSQL 2), 0 seeds, 0 models\n")
+        XCTAssertTrue(validate.stderr.contains("the 2 migrations of the PostgreSQL plan were not checked ahead of time"), validate.stderr)
+        let json = try project.strata(["validate", "--format", "json"])
+        XCTAssertTrue(json.stdout.contains(#""migrations":3,"plans":{"sqlite":1,"postgresql":2}"#), json.stdout)
+
+        let migrated = try project.strata(["migrate"])
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        XCTAssertTrue(migrated.stdout.contains("001_a.sql") && !migrated.stdout.contains("002_b.sql"), migrated.stdout)
+    }
+
+    func testAnUnsetVariableInTheURLDoesNotMatterWhenDatabaseOverridesIt() throws {
+        let project = try Project(self, manifest: """
+            <manifest version="1">
+              <database url="postgresql://app:${STRATA_TEST_UNSET_PASSWORD}@db/app"/>
+              <migrations directory="sql"/>
+            </manifest>
+            """, files: ["sql/001_a.sql": "CREATE TABLE a (x);"])
+        let migrated = try runStrata(["migrate", "--manifest", project.manifestPath, "--database", project.databasePath], in: project.root)
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        XCTAssertEqual(try project.strata(["validate"]).status, 0, "validate needs no database")
+    }
+
     private func manySteps(_ count: Int, on backend: TestBackend) throws -> Project {
         var files: [String: String] = [:]
         for i in 1...count { files[String(format: "sql/%03d_t.sql", i)] = "CREATE TABLE t\(i) (x INTEGER);" }

@@ -36,7 +36,7 @@ final class ManifestTests: XCTestCase {
         let manifest = try Manifest.load(path: repositoryRoot().appendingPathComponent("manifests/example.xml").path)
         XCTAssertEqual(manifest.migrations.map(\.id), ["001_create_authors.sql", "002_create_books.sql",
                                                        "003_create_members_and_loans.sql", "004_vacuum.sql"])
-        XCTAssertEqual(manifest.plan.map(\.id), ["001_create_authors.sql", "authors.csv", "002_create_books.sql",
+        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["001_create_authors.sql", "authors.csv", "002_create_books.sql",
                                                  "003_create_members_and_loans.sql", "004_vacuum.sql",
                                                  "books.csv", "members.csv", "demo_loans.csv"])
         XCTAssertFalse(manifest.migrations[3].runsInTransaction)
@@ -85,7 +85,7 @@ final class ManifestTests: XCTestCase {
               <include manifest="billing.xml"/>
             </manifest>
             """)
-        XCTAssertEqual(manifest.plan.map(\.id), ["0_first.sql", "1_a.sql", "2_b.sql", "b.csv", "5_invoices.sql",
+        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["0_first.sql", "1_a.sql", "2_b.sql", "b.csv", "5_invoices.sql",
                                                  "10_c.sql", "late"])
         XCTAssertEqual(manifest.databasePath, root.appendingPathComponent("db/app.sqlite").path)
         XCTAssertEqual(manifest.migrations.first { $0.id == "10_c.sql" }?.runsInTransaction, false)
@@ -96,7 +96,7 @@ final class ManifestTests: XCTestCase {
         XCTAssertEqual(seed.columns[0].storage, .unix)
         XCTAssertEqual(seed.path, root.appendingPathComponent("data/b.csv").path)
         XCTAssertEqual(manifest.model(named: "Invoice")?.primaryKey, ["year", "number"])
-        XCTAssertEqual(manifest.plan[0].location.path, root.appendingPathComponent("m/manifest.xml").path)
+        XCTAssertEqual(manifest.plan(for: .sqlite)[0].location.path, root.appendingPathComponent("m/manifest.xml").path)
     }
 
     func testNaturalOrder() {
@@ -113,7 +113,7 @@ final class ManifestTests: XCTestCase {
     func testEmptyMigrationsDirectoryIsAnEmptyPlan() throws {
         try FileManager.default.createDirectory(at: root.appendingPathComponent("empty"), withIntermediateDirectories: true)
         let manifest = try load(#"<manifest version="1"><migrations directory="../empty"/></manifest>"#)
-        XCTAssertTrue(manifest.plan.isEmpty)
+        XCTAssertTrue(manifest.plan(for: .sqlite).isEmpty)
     }
 
     func testMalformedXMLReportsLineAndColumn() throws {
@@ -599,4 +599,393 @@ func peakResidentMegabytes() -> Int {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
     return usage.ru_maxrss / 1024
+}
+
+// MARK: PostgreSQL: <database url> and schema
+
+extension ManifestTests {
+    var manifestPath: String { root.appendingPathComponent("m/manifest.xml").path }
+
+    /// The one problem a manifest is refused for, after checking it is at `line` of the manifest.
+    func problem(_ xml: String, line: Int, file: StaticString = #filePath, testLine: UInt = #line) throws -> String {
+        let found = try problems(xml, file: file, line: testLine)
+        XCTAssertEqual(found.count, 1, "\(found)", file: file, line: testLine)
+        XCTAssertEqual(found.first?.location, SourceLocation(path: manifestPath, line: line), "\(found)", file: file, line: testLine)
+        return found.first?.message ?? ""
+    }
+
+    func testDatabaseURLIsKeptAsWrittenAndNamesPostgreSQL() throws {
+        let manifest = try load("""
+            <manifest version="1">
+              <database url="postgresql://app:${PGPASSWORD}@db.example.com:5432/app" schema="strata"/>
+            </manifest>
+            """)
+        XCTAssertEqual(manifest.databaseURL, "postgresql://app:${PGPASSWORD}@db.example.com:5432/app", "the template, not resolved")
+        XCTAssertNil(manifest.databasePath)
+        XCTAssertEqual(manifest.databaseSchema, "strata")
+        XCTAssertEqual(manifest.databaseBackend, .postgresql)
+        XCTAssertEqual(manifest.databaseLocation, SourceLocation(path: manifestPath, line: 2))
+        XCTAssertEqual(try load(#"<manifest version="1"><database path="x.sqlite"/></manifest>"#).databaseBackend, .sqlite)
+        XCTAssertNil(try load(#"<manifest version="1"/>"#).databaseBackend)
+    }
+
+    func testDatabaseURLPlaceholdersAreFilledPercentEncoded() throws {
+        let manifest = try load("""
+            <manifest version="1">
+              <database url="postgresql://${PGUSER}:${PGPASSWORD}@${PGHOST}:${PGPORT}/${PGDATABASE}?application_name=${APP}"/>
+            </manifest>
+            """)
+        let environment = ["PGUSER": "app", "PGPASSWORD": "p@ss:w/rd?#%& é", "PGHOST": "db.example.com", "PGPORT": "5432",
+                           "PGDATABASE": "library", "APP": "strata migrate"]
+        XCTAssertEqual(try manifest.resolvedDatabaseURL(environment: environment),
+                       "postgresql://app:p%40ss%3Aw%2Frd%3F%23%25%26%20%C3%A9@db.example.com:5432/library?application_name=strata%20migrate",
+                       "a value is data: every byte but A-Z a-z 0-9 - . _ ~ is percent-encoded, so the password cannot end the user information")
+        // A socket directory as the host is encoded too, which libpq reads as a host path (postgres://%2Fvar%2Frun…).
+        XCTAssertEqual(try manifest.resolvedDatabaseURL(environment: environment.merging(["PGHOST": "/var/run/postgresql"]) { $1 }),
+                       "postgresql://app:p%40ss%3Aw%2Frd%3F%23%25%26%20%C3%A9@%2Fvar%2Frun%2Fpostgresql:5432/library?application_name=strata%20migrate")
+        let literal = try load(#"<manifest version="1"><database url="postgres://app:pa$$word@db/x%2Fy"/></manifest>"#)
+        XCTAssertEqual(try literal.resolvedDatabaseURL(environment: [:]), "postgres://app:pa$$word@db/x%2Fy",
+                       "a $ not followed by { and a %XX the manifest wrote are kept as written")
+    }
+
+    func testAnUnsetVariableIsAProblemOnlyWhenTheURLIsUsed() throws {
+        let manifest = try load("""
+            <manifest version="1">
+
+              <database url="postgresql://app:${PGPASSWORD}@${PGHOST}/app"/>
+            </manifest>
+            """)   // loads with none of them set: --database may be what is used
+        let error = assertThrows(ManifestError.self) { try manifest.resolvedDatabaseURL(environment: ["PATH": "/bin"]) }
+        XCTAssertEqual(error?.problems.map(\.location), [SourceLocation(path: manifestPath, line: 3)])
+        XCTAssertEqual(error?.problems.first?.message,
+                       #"url="postgresql://app:•••@${PGHOST}/app" cannot be used: in the environment, ${PGPASSWORD} and ${PGHOST} are not set; set them, or name the database with --database"#)
+        let empty = assertThrows(ManifestError.self) {
+            try manifest.resolvedDatabaseURL(environment: ["PGPASSWORD": "secret", "PGHOST": ""])
+        }
+        XCTAssertEqual(empty?.description,
+                       "\(manifestPath):3: url=\"postgresql://app:•••@${PGHOST}/app\" cannot be used: in the environment, ${PGHOST} is set but empty; set it, or name the database with --database",
+                       "an empty host would quietly connect to the local socket")
+        XCTAssertFalse(empty?.description.contains("secret") ?? true)
+    }
+
+    func testResolvingAManifestWithoutAURLSaysSo() throws {
+        let manifest = try load("<manifest version=\"1\">\n  <database path=\"x.sqlite\"/>\n</manifest>")
+        let error = assertThrows(ManifestError.self) { try manifest.resolvedDatabaseURL(environment: [:]) }
+        XCTAssertEqual(error?.description, "\(manifestPath):2: the manifest names no PostgreSQL database: add <database url=\"postgresql://…\"/> or name one with --database")
+    }
+
+    func testDatabaseNeedsExactlyOneOfPathAndURL() throws {
+        XCTAssertEqual(try problem("<manifest version=\"1\">\n  <database path=\"a.sqlite\" url=\"postgresql://app:hunter2@db/x\"/>\n</manifest>", line: 2),
+                       #"<database> has both path="a.sqlite" and url="postgresql://app:•••@db/x"; give one: path= for a SQLite file, url= for a PostgreSQL database"#)
+        XCTAssertEqual(try problem("<manifest version=\"1\">\n\n  <database/>\n</manifest>", line: 3),
+                       #"<database> names no database: give path="…" for a SQLite file or url="postgresql://…" for a PostgreSQL database"#)
+    }
+
+    func testAURLThatIsNotPostgreSQLIsRefusedSayingWhatIsExpected() throws {
+        let expected = "expected postgresql://… or postgres://… (the scheme written out, not from a variable); for a SQLite file use path=\"…\""
+        XCTAssertEqual(try problem("<manifest version=\"1\">\n  <database url=\"mysql://app:hunter2@db/x\"/>\n</manifest>", line: 2),
+                       #"url="mysql://app:•••@db/x" is not a PostgreSQL connection URI (its scheme is 'mysql'): "# + expected)
+        XCTAssertEqual(try problem(#"<manifest version="1"><database url="POSTGRESQL://db/x"/></manifest>"#, line: 1),
+                       #"url="POSTGRESQL://db/x" is not a PostgreSQL connection URI (its scheme is 'POSTGRESQL'): "# + expected,
+                       "libpq reads the scheme in lower case only")
+        XCTAssertEqual(try problem(#"<manifest version="1"><database url="${DATABASE_URL}"/></manifest>"#, line: 1),
+                       #"url="${DATABASE_URL}" is not a PostgreSQL connection URI (it is not a URI): "# + expected,
+                       "the backend is known when the manifest loads, without the environment")
+        XCTAssertEqual(try problem(#"<manifest version="1"><database url="library.sqlite"/></manifest>"#, line: 1),
+                       #"url="library.sqlite" is not a PostgreSQL connection URI (it is not a URI): "# + expected)
+    }
+
+    func testAMalformedPlaceholderIsALoadTimeProblem() throws {
+        let rule = "does not start a ${NAME} (NAME is letters, digits and _, not starting with a digit, closed by '}'); a literal '{' in a URI is written %7B"
+        for (url, position) in [("postgresql://db/${", 17), ("postgresql://db/${1X}", 17), ("postgresql://db/${A-B}", 17),
+                                ("postgresql://db/${A", 17), ("postgresql://é/${}", 16)] {
+            XCTAssertEqual(try problem("<manifest version=\"1\">\n\n  <database url=\"\(url)\"/>\n</manifest>", line: 3),
+                           "url=\"\(url)\": the '${' at character \(position) " + rule, url)
+        }
+        XCTAssertEqual(try problem(#"<manifest version="1"><database url="postgresql://app:50%@db/x"/></manifest>"#, line: 1),
+                       #"url="postgresql://app:•••@db/x": the '%' at character 20 is not followed by two hex digits; a literal '%' in a URI is written %25"#,
+                       "libpq refuses it; the message shows where, not the password around it")
+    }
+
+    func testSchemaAppliesToPostgreSQLOnly() throws {
+        XCTAssertEqual(try problem("<manifest version=\"1\">\n  <database path=\"a.sqlite\" schema=\"app\"/>\n</manifest>", line: 2),
+                       #"schema="app": schema applies to PostgreSQL databases (url=); a SQLite file (path=) has none"#)
+        let long = String(repeating: "s", count: 64)
+        XCTAssertEqual(try problem(#"<manifest version="1"><database url="postgresql://db/x" schema="\#(long)"/></manifest>"#, line: 1),
+                       "schema=\"\(long)\" is 64 bytes long; PostgreSQL keeps only the first 63 bytes of a name")
+        XCTAssertNil(try load(#"<manifest version="1"><database url="postgresql://db/x"/></manifest>"#).databaseSchema)
+        let found = try problems(#"<manifest version="1"><database url="postgresql://db/x" schema=""/></manifest>"#)
+        XCTAssertTrue(found.contains { $0.message.contains("schema") }, "an empty schema is a schema violation: \(found)")
+    }
+
+    func testRedactedHidesThePasswordAndNothingElse() {
+        let cases: [(String, String)] = [
+            ("postgresql://app:hunter2@db/x", "postgresql://app:•••@db/x"),
+            ("postgres://app:hunter2@db:5432,db2:5433/x?sslmode=require", "postgres://app:•••@db:5432,db2:5433/x?sslmode=require"),
+            ("postgresql://app@db/x", "postgresql://app@db/x"),
+            ("postgresql://:hunter2@db/x", "postgresql://:•••@db/x"),
+            ("postgresql://app:p@ss@db/x", "postgresql://app:•••@db/x"),                  // an unencoded @ in the password
+            ("postgresql://app:pa/ss@db/x", "postgresql://app:•••@db/x"),                 // an unencoded / ends the authority early
+            ("postgresql://app:12/34@db/x", "postgresql://app:•••@db/x"),                 // … even where app:12 reads as host:port
+            ("postgresql://app:pa?ss@db/x", "postgresql://app:•••@db/x"),
+            ("postgresql://app:pa#ss@db/x", "postgresql://app:•••@db/x"),
+            ("postgresql://db/x?user=app&password=hunter2&sslpassword=k", "postgresql://db/x?user=app&password=•••&sslpassword=•••"),
+            ("postgresql://db/x?pass%77ord=hunter2", "postgresql://db/x?pass%77ord=•••"),  // libpq decodes keys
+            ("postgresql://db:5432/x?user=me@example.com", "postgresql://db:5432/x?user=me@example.com"),
+            ("postgresql://[::1]:5432/x?user=a@b", "postgresql://[::1]:5432/x?user=a@b"),
+            ("postgresql://app:${PGPASSWORD}@${PGHOST}/x", "postgresql://app:•••@${PGHOST}/x"),
+            ("host=db user=app password=hunter2 dbname=x", "host=db user=app password=••• dbname=x"),
+            ("host=db password = 'a b\\' c' dbname=x", "host=db password = ••• dbname=x"),
+            ("library.sqlite", "library.sqlite"),
+            ("/tmp/my db.sqlite", "/tmp/my db.sqlite"),
+            ("file:x.db?mode=ro", "file:x.db?mode=ro"),
+            ("", ""),
+        ]
+        for (text, shown) in cases {
+            XCTAssertEqual(DatabaseURL.redacted(text), shown, text)
+        }
+    }
+
+    func testABackendOutsideTheListIsASchemaViolation() throws {
+        try files(["sql/1_a.sql": ""])
+        let found = try problems("<manifest version=\"1\">\n  <migrations directory=\"../sql\" backend=\"mysql\"/>\n</manifest>")
+        XCTAssertTrue(found.contains { $0.location.line == 2 && $0.message.contains("mysql") }, "\(found)")
+        let list = try problems("<manifest version=\"1\">\n  <migrations directory=\"../sql\" backend=\"sqlite postgresql\"/>\n</manifest>")
+        XCTAssertTrue(list.contains { $0.location.line == 2 && $0.message.contains("sqlite postgresql") }, "one backend, not a list: \(list)")
+    }
+}
+
+// MARK: Per-backend migrations
+
+extension ManifestTests {
+    /// `sql/` for SQLite, `sql/postgresql/` for PostgreSQL, `shared/` for both, and one SQLite-only file listed on
+    /// its own, with a seed after the shared migration and one at the end.
+    func twoBackendManifest(seeds: String = #"<seed file="../data/a.csv" table="a" after="003_data.sql"/><seed file="../data/b.csv" table="b"/>"#) throws -> Manifest {
+        try files(["sql/001_create.sql": "CREATE TABLE a (x INTEGER);", "sql/postgresql/001_create.sql": "CREATE TABLE a (x integer);",
+                   "shared/003_data.sql": "INSERT INTO a VALUES (1);", "extra/002_vacuum.sql": "VACUUM;",
+                   "data/a.csv": "x\n1\n", "data/b.csv": "x\n1\n"])
+        return try load("""
+            <manifest version="1">
+              <migrations directory="../sql" backend="sqlite"/>
+              <migrations directory="../sql/postgresql" backend="postgresql"/>
+              <migrations directory="../shared"/>
+              <migrations><migration file="../extra/002_vacuum.sql" transaction="none" backend="sqlite"/></migrations>
+              <seeds>\(seeds)</seeds>
+            </manifest>
+            """)
+    }
+
+    func testTheReadmesPerBackendExampleLoadsAsItSays() throws {
+        let readme = try String(contentsOf: repositoryRoot().appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try XCTUnwrap(readme.range(of: "### Per-backend migrations"), "README.md lost its per-backend section")
+        let start = try XCTUnwrap(readme.range(of: "```xml\n", range: section.upperBound..<readme.endIndex))
+        let end = try XCTUnwrap(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
+        let xml = String(readme[start.upperBound..<end.lowerBound])
+        try files(["sql/001_create.sql": "", "sql/002_vacuum.sql": "", "sql/postgresql/001_create.sql": "",
+                   "sql/shared/003_add_genres.sql": "", "csv/genres.csv": "id\n"])
+        let manifest = try load(xml)
+        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["001_create.sql", "002_vacuum.sql", "003_add_genres.sql", "genres.csv"])
+        XCTAssertEqual(manifest.plan(for: .postgresql).map(\.id), ["001_create.sql", "003_add_genres.sql", "genres.csv"])
+        XCTAssertEqual(manifest.migrations.count, 4, "ok: 4 migrations (SQLite 3, PostgreSQL 2), as the README counts")
+        XCTAssertEqual(manifest.validatedBackends, [.sqlite, .postgresql])
+        XCTAssertEqual(manifest.databaseSchema, "library")
+        let refused = try problems(xml.replacingOccurrences(of: #"after="003_add_genres.sql""#, with: #"after="002_vacuum.sql""#))
+        XCTAssertTrue(refused.count == 1 && refused[0].message.hasPrefix(#"after="002_vacuum.sql" names a migration the PostgreSQL plan does not have"#),
+                      "\(refused)")
+        XCTAssertNoThrow(try load(xml.replacingOccurrences(of: #"after="003_add_genres.sql""#, with: #"after="001_create.sql""#)))
+    }
+
+    func testEachBackendHasItsOwnPlan() throws {
+        let manifest = try twoBackendManifest()
+        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["001_create.sql", "002_vacuum.sql", "003_data.sql", "a.csv", "b.csv"])
+        XCTAssertEqual(manifest.plan(for: .postgresql).map(\.id), ["001_create.sql", "003_data.sql", "a.csv", "b.csv"])
+        XCTAssertEqual(manifest.migrations(for: .sqlite).first?.path, root.appendingPathComponent("sql/001_create.sql").path)
+        XCTAssertEqual(manifest.migrations(for: .postgresql).first?.path, root.appendingPathComponent("sql/postgresql/001_create.sql").path)
+        XCTAssertEqual(manifest.migrations.map(\.id), ["001_create.sql", "001_create.sql", "002_vacuum.sql", "003_data.sql"],
+                       "every backend's migrations, each once")
+        XCTAssertEqual(manifest.migrations.map(\.backends), [[.sqlite], [.postgresql], [.sqlite], nil])
+        XCTAssertEqual(manifest.backends, [.sqlite, .postgresql])
+        XCTAssertEqual(manifest.validatedBackends, [.sqlite, .postgresql])
+        XCTAssertEqual(manifest.migrationDirectories.map(\.backend), [.sqlite, .postgresql, nil])
+    }
+
+    func testAnUnmarkedManifestHasTheSamePlanOnEveryBackend() throws {
+        try files(["sql/1_a.sql": "", "sql/2_b.sql": ""])
+        let manifest = try load(#"<manifest version="1"><database path="x.sqlite"/><migrations directory="../sql"/></manifest>"#)
+        XCTAssertEqual(manifest.plan(for: .sqlite), manifest.plan(for: .postgresql))
+        XCTAssertEqual(manifest.migrations.map(\.backends), [nil, nil])
+        XCTAssertEqual(manifest.backends, Set(DatabaseBackend.allCases))
+        XCTAssertEqual(manifest.validatedBackends, [.sqlite], "validate checks the backend the manifest names")
+        let postgres = try load(#"<manifest version="1"><database url="postgresql://db/x"/><migrations directory="../sql"/></manifest>"#)
+        XCTAssertEqual(postgres.validatedBackends, [.postgresql])
+        XCTAssertEqual(try load(#"<manifest version="1"><migrations directory="../sql"/></manifest>"#).validatedBackends, [.sqlite],
+                       "naming none, the default backend")
+    }
+
+    func testTheSameNameInTwoBackendsIsFineButTwiceInOnePlanIsAProblem() throws {
+        try files(["sql/001_create.sql": "", "sql/postgresql/001_create.sql": "", "pg2/001_create.sql": ""])
+        let unmarked = try problem("""
+            <manifest version="1">
+              <migrations directory="../sql"/>
+              <migrations directory="../sql/postgresql" backend="postgresql"/>
+            </manifest>
+            """, line: 3)
+        XCTAssertEqual(unmarked, "migration file name '001_create.sql' is used twice in the PostgreSQL plan (\(root.path)/sql/001_create.sql and \(root.path)/sql/postgresql/001_create.sql); a migration's file name is its identity (give one an id=\"…\"); \(root.path)/sql/001_create.sql has no backend=\"…\", so it is in every backend's plan: if it is another backend's version, mark it (or its <migrations>) backend=\"sqlite\"")
+        let bothPostgres = try problem("""
+            <manifest version="1">
+              <migrations directory="../sql/postgresql" backend="postgresql"/>
+              <migrations backend="postgresql"><migration file="../pg2/001_create.sql" id="001_create.sql"/></migrations>
+            </manifest>
+            """, line: 3)
+        XCTAssertTrue(bothPostgres.hasPrefix("migration file name '001_create.sql' is used twice in the PostgreSQL plan"), bothPostgres)
+        // Two unmarked clashes are reported once, not once per backend, and worded as before.
+        let twice = try problems("""
+            <manifest version="1">
+              <migrations directory="../sql"/>
+              <migrations directory="../pg2"/>
+            </manifest>
+            """)
+        XCTAssertEqual(twice.map(\.message), ["migration file name '001_create.sql' is used twice (\(root.path)/sql/001_create.sql and \(root.path)/pg2/001_create.sql); a migration's file name is its identity (give one an id=\"…\")"])
+    }
+
+    func testAMigrationMayNarrowItsMigrationsBackendButNotChangeIt() throws {
+        try files(["sql/1_a.sql": "", "sql/2_b.sql": ""])
+        XCTAssertEqual(try problem("""
+            <manifest version="1">
+              <migrations directory="../sql" backend="postgresql">
+                <migration file="2_b.sql" backend="sqlite"/>
+              </migrations>
+            </manifest>
+            """, line: 3),
+            #"migration '2_b.sql' is marked backend="sqlite" inside <migrations backend="postgresql"> (line 2); a <migration> may narrow its <migrations>' backend, not change it: list it in a <migrations> of its own"#)
+        let narrowed = try load("""
+            <manifest version="1">
+              <migrations directory="../sql"><migration file="2_b.sql" backend="sqlite"/></migrations>
+            </manifest>
+            """)
+        XCTAssertEqual(narrowed.plan(for: .sqlite).map(\.id), ["1_a.sql", "2_b.sql"])
+        XCTAssertEqual(narrowed.plan(for: .postgresql).map(\.id), ["1_a.sql"])
+        let same = try load("""
+            <manifest version="1">
+              <migrations directory="../sql" backend="sqlite"><migration file="2_b.sql" backend="sqlite" transaction="none"/></migrations>
+            </manifest>
+            """)
+        XCTAssertEqual(same.migrations(for: .sqlite).map(\.runsInTransaction), [true, false])
+        XCTAssertEqual(same.plan(for: .postgresql), [])
+    }
+
+    func testASeedAfterAMigrationOnlyOneBackendHasIsAProblem() throws {
+        let seeds = "\n    <seed file=\"../data/a.csv\" table=\"a\" after=\"002_vacuum.sql\"/>\n  "
+        let found = assertThrows(ManifestError.self) { try self.twoBackendManifest(seeds: seeds) }
+        XCTAssertEqual(found?.problems.map(\.description), [
+            "\(manifestPath):7: after=\"002_vacuum.sql\" names a migration the PostgreSQL plan does not have (it is marked backend=\"sqlite\" at \(manifestPath):5); a seed runs on every backend the manifest has migrations for, so name a migration in every backend's plan (an unmarked one, or a name each backend's migrations have)",
+        ])
+    }
+
+    func testASeedAfterANameEachBackendHasRunsAfterEachBackendsOwn() throws {
+        let manifest = try twoBackendManifest(seeds: #"<seed file="../data/a.csv" table="a" after="001_create.sql"/>"#)
+        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["001_create.sql", "a.csv", "002_vacuum.sql", "003_data.sql"])
+        XCTAssertEqual(manifest.plan(for: .postgresql).map(\.id), ["001_create.sql", "a.csv", "003_data.sql"])
+    }
+
+    func testASeedMayFollowAMarkedMigrationWhenThatBackendIsTheOnlyOneWithMigrations() throws {
+        try files(["sql/1_a.sql": "", "sql/2_b.sql": "", "data/a.csv": "x\n", "data/b.csv": "x\n"])
+        let manifest = try load("""
+            <manifest version="1">
+              <migrations directory="../sql" backend="sqlite"/>
+              <seeds><seed file="../data/a.csv" table="a" after="1_a.sql"/><seed file="../data/b.csv" table="b"/></seeds>
+            </manifest>
+            """)
+        XCTAssertEqual(manifest.backends, [.sqlite])
+        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["1_a.sql", "a.csv", "2_b.sql", "b.csv"])
+        XCTAssertEqual(manifest.plan(for: .postgresql).map(\.id), ["a.csv", "b.csv"],
+                       "a backend without migrations has only the seeds (and Migrator refuses it)")
+        let unknown = try problems("""
+            <manifest version="1">
+              <migrations directory="../sql" backend="sqlite"/>
+              <seeds><seed file="../data/a.csv" table="a" after="9_z.sql"/></seeds>
+            </manifest>
+            """)
+        XCTAssertEqual(unknown.map(\.message), [#"after="9_z.sql" names no migration of this manifest"#])
+    }
+
+    func testMigratorRunsOnlyItsBackendsMigrations() throws {
+        try files(["sql/1_a.sql": "CREATE TABLE a (x INTEGER);",
+                   "sql/postgresql/1_a.sql": "CREATE TABLE a (x integer GENERATED ALWAYS AS IDENTITY); CREATE EXTENSION pgcrypto;",
+                   "sql/postgresql/2_pg_only.sql": "BEGIN; COMMIT;"])
+        let manifest = try load("""
+            <manifest version="1">
+              <migrations directory="../sql" backend="sqlite"/>
+              <migrations directory="../sql/postgresql" backend="postgresql"/>
+            </manifest>
+            """)
+        let migrator = Migrator(manifest: manifest, database: try Database(path: root.appendingPathComponent("db.sqlite").path))
+        XCTAssertEqual(migrator.lint(), [], "PostgreSQL's files are not SQLite's to lint")
+        let report = try migrator.migrate()
+        XCTAssertNil(report.failure)
+        XCTAssertEqual(report.applied.map(\.id), ["1_a.sql"])
+        XCTAssertEqual(try migrator.status().map(\.id), ["1_a.sql"])
+        XCTAssertEqual(try migrator.sqlite.rows("SELECT identity, checksum FROM strata_history").map { try $0.get(0, as: String.self) }, ["1_a.sql"])
+    }
+
+    func testMigratorRefusesABackendTheManifestHasNoMigrationsFor() throws {
+        try files(["sql/postgresql/1_a.sql": "CREATE TABLE a (x integer);"])
+        let manifest = try load(#"<manifest version="1"><migrations directory="../sql/postgresql" backend="postgresql"/></manifest>"#)
+        let migrator = Migrator(manifest: manifest, database: try Database(path: root.appendingPathComponent("db.sqlite").path))
+        let refusals = try migrator.plan().refusals
+        XCTAssertEqual(refusals.map(\.reason), [.backend])
+        XCTAssertEqual(refusals.first?.message, "\(manifestPath) has no migrations for SQLite: every migration is marked for PostgreSQL; point --database at a PostgreSQL database, or add migrations for SQLite")
+        let error = assertThrows(MigrationError.self) { try migrator.migrate() }
+        XCTAssertEqual(error, .refused(refusals))
+        XCTAssertFalse(try migrator.sqlite.tableExists("strata_history"), "nothing written")
+    }
+
+    func testValidateLintsEachBackendWithItsDialectAndSaysWhichItCannot() throws {
+        try files(["sql/1_a.sql": "BEGIN; CREATE TABLE a (x); COMMIT;", "sql/postgresql/1_a.sql": "BEGIN; COMMIT;"])
+        let manifest = try load("""
+            <manifest version="1">
+              <migrations directory="../sql" backend="sqlite"/>
+              <migrations directory="../sql/postgresql" backend="postgresql"/>
+            </manifest>
+            """)
+        let (problems, warnings) = Migrator.lint(manifest) { $0 == .sqlite ? SQLiteDialect() : nil }
+        XCTAssertEqual(problems.map(\.location.path), ["sql/1_a.sql".prefixed(by: root), "sql/1_a.sql".prefixed(by: root)].map(displayPath),
+                       "SQLite's file, twice (BEGIN and COMMIT); not PostgreSQL's: \(problems)")
+        XCTAssertEqual(warnings.map(\.description), ["\(manifestPath):3: the 1 migration of the PostgreSQL plan was not checked ahead of time: this build has no PostgreSQL dialect"])
+        let unmarked = try load(#"<manifest version="1"><migrations directory="../sql"/></manifest>"#)
+        let (once, quiet) = Migrator.lint(unmarked) { _ in SQLiteDialect() }
+        XCTAssertEqual(once.count, 2, "an unmarked SQLite manifest is linted as SQLite only: \(once)")
+        XCTAssertEqual(quiet, [])
+    }
+
+    func testNewCreatesTheFileInTheDirectoryForTheBackendAskedFor() throws {
+        let manifest = try twoBackendManifest(seeds: "")
+        XCTAssertEqual(try MigrationFile.directory(for: .postgresql, in: manifest).path, root.appendingPathComponent("sql/postgresql").path)
+        XCTAssertEqual(try MigrationFile.directory(for: .sqlite, in: manifest).path, root.appendingPathComponent("sql").path)
+        // Unmarked: the shared directory, numbered after every backend's migrations.
+        let shared = try MigrationFile.create(named: "add index", in: manifest)
+        XCTAssertEqual(shared, root.appendingPathComponent("shared/004_add_index.sql").path)
+        // Marked: numbered after its backend's plan only.
+        let postgres = try MigrationFile.create(named: "add index", in: try Manifest.load(path: manifestPath), backend: .postgresql)
+        XCTAssertEqual(postgres, root.appendingPathComponent("sql/postgresql/005_add_index.sql").path)
+
+        try files(["m/two.xml": """
+            <manifest version="1">
+              <migrations directory="../sql" backend="sqlite"/>
+              <migrations directory="../sql/postgresql" backend="postgresql"/>
+            </manifest>
+            """])
+        let two = try Manifest.load(path: root.appendingPathComponent("m/two.xml").path)
+        let ambiguous = assertThrows(MigrationError.self) { try MigrationFile.create(named: "x", in: two) }
+        XCTAssertEqual(ambiguous?.description, "the manifest has migrations directories for several backends (sqlite: \(displayPath(root.appendingPathComponent("sql").path)), postgresql: \(displayPath(root.appendingPathComponent("sql/postgresql").path))); say which with --backend")
+        try files(["m/one.xml": #"<manifest version="1"><migrations directory="../sql/postgresql" backend="postgresql"/></manifest>"#])
+        let one = try Manifest.load(path: root.appendingPathComponent("m/one.xml").path)
+        XCTAssertEqual(try MigrationFile.directory(for: nil, in: one).backend, .postgresql, "one backend's directories: no question to ask")
+        let none = assertThrows(MigrationError.self) { try MigrationFile.directory(for: .sqlite, in: one) }
+        XCTAssertEqual(none?.description, "the manifest has no <migrations directory=\"…\"> for SQLite (nor an unmarked one); its directories are for PostgreSQL")
+    }
+}
+
+private extension String {
+    func prefixed(by root: URL) -> String { root.appendingPathComponent(self).path }
 }

@@ -1,31 +1,45 @@
 import Foundation
 
-/// A database described by a manifest: the ordered plan of migrations and seeds, and the model mappings.
+/// A database described by a manifest: the ordered plan of migrations and seeds for each backend, and the model
+/// mappings.
 ///
 /// ```swift
 /// let manifest = try Manifest.load(path: "manifests/example.xml")
-/// print(manifest.plan.map(\.id))
+/// print(manifest.plan(for: .sqlite).map(\.id))
 /// ```
 public struct Manifest: Sendable, Equatable {
     /// The manifest path as given to `load`.
     public let path: String
-    /// The default database file, resolved against the manifest's directory; nil when the manifest names none.
+    /// The default database file (`<database path>`), resolved against the manifest's directory; nil when the
+    /// manifest names none or names a PostgreSQL database.
     public let databasePath: String?
-    /// Every migration, in natural order of file name.
+    /// The PostgreSQL connection URI of `<database url>` as written, `${NAME}` placeholders and all: it may hold a
+    /// password, so print `DatabaseURL.redacted(_:)` of it, never the text. `resolvedDatabaseURL(environment:)`
+    /// fills the placeholders.
+    public let databaseURL: String?
+    /// `<database schema>`: the PostgreSQL schema Strata's history table lives in; nil for the backend's default.
+    public let databaseSchema: String?
+    /// Where the `<database>` element is, for messages about the database it names.
+    public let databaseLocation: SourceLocation?
+    /// Every migration of every backend, in natural order of identity (a migration marked for one backend may share
+    /// its identity with one marked for another). `migrations(for:)` gives one backend's.
     public let migrations: [MigrationStep]
-    /// Every seed set, in document order.
+    /// Every seed set, in document order. Seeds belong to every backend's plan.
     public let seeds: [SeedStep]
-    /// Migrations with each seed placed right after the migration its `after` names (or at the end).
-    public let plan: [PlanStep]
     /// Model-to-table mappings by Swift type name.
     public let models: [ModelMapping]
-    /// The top manifest's first `<migrations directory>`, where `strata new` creates files.
-    public let migrationDirectory: String?
-    /// That directory's `format`, which the files `strata new` creates follow.
-    public let migrationDirectoryFormat: MigrationFormat
+    /// The top manifest's `<migrations directory>` elements in document order: where `strata new` creates files.
+    public let migrationDirectories: [MigrationDirectory]
+    /// The backends the manifest has migrations for: every backend when a migration is unmarked (or there are
+    /// none), else those its `backend="…"` marks name. A database of another backend is refused by `Migrator`.
+    public let backends: Set<DatabaseBackend>
     /// Things worth a look that do not stop the manifest from loading, e.g. a `2_b.SQL` file a migrations
     /// directory does not take; `strata validate` prints them.
     public let warnings: [ManifestProblem]
+    /// The backends the manifest names: its `<database>`'s and every `backend="…"`.
+    private let namedBackends: Set<DatabaseBackend>
+    private let migrationsByBackend: [DatabaseBackend: [MigrationStep]]
+    private let plans: [DatabaseBackend: [PlanStep]]
 
     /// Loads, validates and resolves a manifest file and its includes.
     /// - Throws: `ManifestError` listing every problem found.
@@ -40,29 +54,152 @@ public struct Manifest: Sendable, Equatable {
         return try loader.load(text: xml, path: path, directory: directory)
     }
 
-    init(path: String, databasePath: String?, migrations: [MigrationStep], seeds: [SeedStep], models: [ModelMapping],
-         migrationDirectory: String?, migrationDirectoryFormat: MigrationFormat = .plain, warnings: [ManifestProblem] = []) {
+    /// Builds the plans: `migrationsByBackend` holds each backend's migrations, identities unique and in natural
+    /// order (the loader checks both).
+    init(path: String, database: DatabaseElement = DatabaseElement(), migrationsByBackend: [DatabaseBackend: [MigrationStep]],
+         seeds: [SeedStep], models: [ModelMapping], migrationDirectories: [MigrationDirectory] = [],
+         namedBackends: Set<DatabaseBackend> = [], warnings: [ManifestProblem] = []) {
         self.path = path
-        self.migrationDirectoryFormat = migrationDirectoryFormat
-        self.warnings = warnings
-        self.migrationDirectory = migrationDirectory
-        self.databasePath = databasePath
-        self.migrations = migrations
+        databasePath = database.path
+        databaseURL = database.url
+        databaseSchema = database.schema
+        databaseLocation = database.location
+        self.migrationsByBackend = migrationsByBackend
         self.seeds = seeds
         self.models = models
-        var plan: [PlanStep] = []
-        for migration in migrations {
-            plan.append(.migration(migration))
-            plan += seeds.filter { $0.after == migration.id }.map(PlanStep.seed)
+        self.migrationDirectories = migrationDirectories
+        self.warnings = warnings
+        self.namedBackends = namedBackends.union(database.backend.map { [$0] } ?? [])
+
+        var all: [MigrationStep] = []
+        for backend in DatabaseBackend.allCases {
+            for migration in migrationsByBackend[backend] ?? [] where !all.contains(migration) { all.append(migration) }
         }
-        plan += seeds.filter { $0.after == nil }.map(PlanStep.seed)
-        self.plan = plan
+        migrations = all.sorted { left, right in
+            if left.id != right.id { return NaturalOrder.areInIncreasingOrder(left.id, right.id) }
+            return Self.rank(left.backends) < Self.rank(right.backends)
+        }
+        backends = Self.backends(of: all)
+
+        var plans: [DatabaseBackend: [PlanStep]] = [:]
+        for backend in DatabaseBackend.allCases {
+            let ordered = migrationsByBackend[backend] ?? []
+            var plan: [PlanStep] = []
+            for migration in ordered {
+                plan.append(.migration(migration))
+                plan += seeds.filter { $0.after == migration.id }.map(PlanStep.seed)
+            }
+            // A seed whose `after` this backend's plan lacks can only be in the plan of a backend the manifest has
+            // no migrations for (the loader refuses it otherwise); it goes last, like an unanchored seed.
+            let ids = Set(ordered.map(\.id))
+            plan += seeds.filter { seed in seed.after.map { !ids.contains($0) } ?? true }.map(PlanStep.seed)
+            plans[backend] = plan
+        }
+        self.plans = plans
+    }
+
+    /// Every backend when a migration is unmarked or there are none; else the backends the marks name.
+    static func backends(of migrations: [MigrationStep]) -> Set<DatabaseBackend> {
+        let marked = migrations.compactMap(\.backends)
+        return migrations.isEmpty || marked.count < migrations.count ? Set(DatabaseBackend.allCases) : marked.reduce([]) { $0.union($1) }
+    }
+
+    /// The order of migrations sharing one identity in `migrations`: unmarked first, then by backend.
+    private static func rank(_ backends: Set<DatabaseBackend>?) -> Int {
+        guard let backends else { return -1 }
+        return DatabaseBackend.allCases.firstIndex { backends.contains($0) } ?? DatabaseBackend.allCases.count
+    }
+
+    /// The plan of a database of `backend`: its migrations (`migrations(for:)`) in natural order, each seed right
+    /// after the migration its `after` names, then the other seeds in document order. Migrations marked for
+    /// another backend are not part of it.
+    public func plan(for backend: DatabaseBackend) -> [PlanStep] {
+        plans[backend] ?? []
+    }
+
+    /// The migrations of `backend`'s plan: the unmarked ones and those marked for it, in natural order.
+    public func migrations(for backend: DatabaseBackend) -> [MigrationStep] {
+        migrationsByBackend[backend] ?? []
+    }
+
+    /// The backend the `<database>` element names: `.sqlite` for `path=`, `.postgresql` for `url=`; nil without one.
+    /// What `DatabaseTargets` routes a manifest's own database by.
+    public var databaseBackend: DatabaseBackend? {
+        if databaseURL != nil { return .postgresql }
+        return databasePath == nil ? nil : .sqlite
+    }
+
+    /// The backends whose SQL `strata validate` checks: those the manifest names (its `<database>`'s and every
+    /// `backend="…"`), or SQLite, the default, when it names none; of those, the ones it has migrations for.
+    public var validatedBackends: [DatabaseBackend] {
+        let named = namedBackends.isEmpty ? [.sqlite] : namedBackends
+        return DatabaseBackend.allCases.filter { named.contains($0) && backends.contains($0) }
+    }
+
+    /// `<database url>` with each `${NAME}` replaced by the percent-encoded value of that environment variable.
+    /// Done only when the URI is used, so a manifest whose database `--database` overrides needs none of them.
+    /// - Throws: `ManifestError` naming the `<database>` element's `file:line` and every variable that is unset or
+    ///   empty (an empty host or password would quietly connect elsewhere), or saying the manifest has no `url=`.
+    public func resolvedDatabaseURL(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+        let location = databaseLocation ?? SourceLocation(path: path, line: 1)
+        guard let databaseURL else {
+            throw ManifestError(problems: [ManifestProblem(location,
+                "the manifest names no PostgreSQL database: add <database url=\"postgresql://…\"/> or name one with --database")])
+        }
+        switch DatabaseURL.substitute(databaseURL, environment: environment) {
+        case .success(let resolved):
+            return resolved
+        case .failure(let unresolved):
+            let shown = "url=\"\(DatabaseURL.redacted(databaseURL))\""
+            var reasons: [String] = []
+            if !unresolved.unset.isEmpty {
+                reasons.append("\(Self.names(unresolved.unset)) \(unresolved.unset.count == 1 ? "is" : "are") not set")
+            }
+            if !unresolved.empty.isEmpty {
+                reasons.append("\(Self.names(unresolved.empty)) \(unresolved.empty.count == 1 ? "is" : "are") set but empty")
+            }
+            if unresolved.malformed { reasons.append("it has a '${' or '%' that is not well formed") }
+            throw ManifestError(problems: [ManifestProblem(location,
+                "\(shown) cannot be used: in the environment, \(reasons.joined(separator: ", and ")); set "
+                + "\(unresolved.unset.count + unresolved.empty.count == 1 ? "it" : "them"), or name the database with --database")])
+        }
+    }
+
+    /// `${A}`, `${A} and ${B}`, `${A}, ${B} and ${C}`.
+    private static func names(_ names: [String]) -> String {
+        let shown = names.map { "${\($0)}" }
+        guard let last = shown.last, shown.count > 1 else { return shown.joined() }
+        return shown.dropLast().joined(separator: ", ") + " and " + last
     }
 
     /// The mapping declared for a Swift type name, if any.
     public func model(named typeName: String) -> ModelMapping? {
         models.first { $0.typeName == typeName }
     }
+}
+
+/// What the top manifest's `<database>` says, as the loader read it.
+struct DatabaseElement: Sendable, Equatable {
+    var path: String?
+    var url: String?
+    var schema: String?
+    var location: SourceLocation?
+
+    var backend: DatabaseBackend? {
+        url != nil ? .postgresql : path != nil ? .sqlite : nil
+    }
+}
+
+/// A `<migrations directory>` of the top manifest: where `strata new` may create a file.
+public struct MigrationDirectory: Sendable, Equatable {
+    /// The resolved directory path.
+    public let path: String
+    /// The layout of its files, which a new file follows.
+    public let format: MigrationFormat
+    /// The backend its `backend="…"` names; nil when its files are in every backend's plan.
+    public let backend: DatabaseBackend?
+    /// The `<migrations>` element.
+    public let location: SourceLocation
 }
 
 /// One step of a plan.
@@ -122,13 +259,17 @@ public struct MigrationStep: Sendable, Equatable {
     public var enforcesForeignKeys = false
     /// Where the manifest declares it (its `<migrations>` or `<migration>` element).
     public let location: SourceLocation
+    /// The backends whose plans hold this migration (`backend="…"` on it or its `<migrations>`); nil for every
+    /// backend.
+    public let backends: Set<DatabaseBackend>?
     /// How the file is laid out: for anything but `.plain` only the up section runs, found by
     /// `format.upSection(of:)` on the bytes about to run.
     public let format: MigrationFormat
 
     init(id: String, path: String, runsInTransaction: Bool, enforcesForeignKeys: Bool = false, location: SourceLocation,
-         format: MigrationFormat = .plain) {
+         format: MigrationFormat = .plain, backends: Set<DatabaseBackend>? = nil) {
         self.id = id
+        self.backends = backends
         self.path = path
         self.runsInTransaction = runsInTransaction
         self.enforcesForeignKeys = enforcesForeignKeys

@@ -4,13 +4,13 @@ import Foundation
 struct ManifestLoader {
     private var problems: [ManifestProblem] = []
     private var warnings: [ManifestProblem] = []
-    private var databasePath: String?
-    private var databaseLocation: SourceLocation?
+    private var database = DatabaseElement()
     private var migrations: [MigrationStep] = []
     private var seeds: [SeedStep] = []
     private var models: [ModelMapping] = []
-    private var migrationDirectory: String?
-    private var migrationDirectoryFormat = MigrationFormat.plain
+    private var migrationDirectories: [MigrationDirectory] = []
+    /// Every backend a `backend="…"` names, whether or not files are found for it.
+    private var namedBackends: Set<DatabaseBackend> = []
     /// The manifests being read, outermost first, to refuse include cycles. A manifest is known by its device and
     /// inode where it has them, so a path through a symbolic link to a directory is not a new manifest.
     private var includeStack: [(path: String, identity: FileCheck.Identity?)] = []
@@ -55,9 +55,12 @@ struct ManifestLoader {
             case "database" where isTop:
                 readDatabase(element, context)
             case "migrations":
-                if isTop, migrationDirectory == nil, let directory = element.attribute("directory") {
-                    migrationDirectory = context.resolve(directory)
-                    migrationDirectoryFormat = element.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? .plain
+                if isTop, let directory = element.attribute("directory") {
+                    migrationDirectories.append(MigrationDirectory(
+                        path: context.resolve(directory),
+                        format: element.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? .plain,
+                        backend: element.attribute("backend").flatMap(DatabaseBackend.init(rawValue:)),
+                        location: element.location))
                 }
                 readMigrations(element, context)
             case "seeds":
@@ -92,14 +95,33 @@ struct ManifestLoader {
         problems.append(ManifestProblem(element.location, message))
     }
 
+    /// Exactly one of `path` (a SQLite file) and `url` (a PostgreSQL URI, checked here but filled from the
+    /// environment only when used), and `schema` only with `url`.
     private mutating func readDatabase(_ element: XMLElement, _ context: Context) {
-        guard let path = element.attribute("path") else { return }
-        if let databaseLocation {
-            problem(element, "a second <database>; the first is at \(databaseLocation)")
+        if let first = database.location {
+            problem(element, "a second <database>; the first is at \(first)")
             return
         }
-        databaseLocation = element.location
-        databasePath = context.resolve(path)
+        database.location = element.location
+        let url = element.attribute("url")
+        switch (element.attribute("path"), url) {
+        case (nil, nil):
+            problem(element, "<database> names no database: give path=\"…\" for a SQLite file or url=\"postgresql://…\" for a PostgreSQL database")
+        case (let path?, let url?):
+            problem(element, "<database> has both path=\"\(path)\" and url=\"\(DatabaseURL.redacted(url))\"; give one: path= for a SQLite file, url= for a PostgreSQL database")
+        case (let path?, nil):
+            database.path = context.resolve(path)
+        case (nil, let url?):
+            DatabaseURL.problems(inTemplate: url).forEach { problem(element, $0) }
+            database.url = url
+        }
+        guard let schema = element.attribute("schema") else { return }
+        if url == nil {
+            problem(element, "schema=\"\(schema)\": schema applies to PostgreSQL databases (url=); a SQLite file (path=) has none")
+        } else if schema.utf8.count > 63 {
+            problem(element, "schema=\"\(schema)\" is \(schema.utf8.count) bytes long; PostgreSQL keeps only the first 63 bytes of a name")
+        }
+        database.schema = schema
     }
 
     private mutating func readMigrations(_ element: XMLElement, _ context: Context) {
@@ -108,6 +130,8 @@ struct ManifestLoader {
         var transactionAttribute: [String: String] = [:]
         var listed: [String: Int] = [:]
         let directoryFormat = element.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? .plain
+        let directoryBackend = element.attribute("backend").flatMap(DatabaseBackend.init(rawValue:))
+        if let directoryBackend { namedBackends.insert(directoryBackend) }
         if let relative = element.attribute("directory") {
             let resolved = context.resolve(relative)
             var isDirectory: ObjCBool = false
@@ -125,7 +149,8 @@ struct ManifestLoader {
                         }
                         found[file] = MigrationStep(id: id, path: file, runsInTransaction: true,
                                                     enforcesForeignKeys: element.attribute("foreignKeys") == "on",
-                                                    location: element.location, format: directoryFormat)
+                                                    location: element.location, format: directoryFormat,
+                                                    backends: directoryBackend.map { [$0] })
                     }
                 } catch {
                     problem(element, "cannot list migrations directory '\(relative)': \(error.localizedDescription)")
@@ -134,6 +159,12 @@ struct ManifestLoader {
         }
         for child in element.children where child.name == "migration" {
             guard let file = child.attribute("file") else { continue }
+            let backend = child.attribute("backend").flatMap(DatabaseBackend.init(rawValue:))
+            if let backend { namedBackends.insert(backend) }
+            if let backend, let directoryBackend, backend != directoryBackend {
+                problem(child, "migration '\(file)' is marked backend=\"\(backend.rawValue)\" inside <migrations backend=\"\(directoryBackend.rawValue)\"> (line \(element.line)); a <migration> may narrow its <migrations>' backend, not change it: list it in a <migrations> of its own")
+                continue
+            }
             let resolved = context.resolve(file, against: directory)
             if let reason = FileCheck.problem(at: resolved) {
                 problem(child, "migration file '\(file)' cannot be read (\(reason))")
@@ -148,7 +179,8 @@ struct ManifestLoader {
                                             runsInTransaction: child.attribute("transaction") != "none",
                                             enforcesForeignKeys: (child.attribute("foreignKeys") ?? element.attribute("foreignKeys")) == "on",
                                             location: child.location,
-                                            format: child.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? directoryFormat)
+                                            format: child.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? directoryFormat,
+                                            backends: (backend ?? directoryBackend).map { [$0] })
             transactionAttribute[resolved] = child.attribute("transaction")
         }
         migrations += found.values.compactMap { sectioned($0, transaction: transactionAttribute[$0.path]) }
@@ -172,7 +204,8 @@ struct ManifestLoader {
                 "migration '\(step.id)' says transaction=\"file\", but the file itself asks to run outside a transaction (\(step.format.rawValue)); remove one of the two"))
         }
         return MigrationStep(id: step.id, path: step.path, runsInTransaction: step.runsInTransaction && section.runsInTransaction,
-                             enforcesForeignKeys: step.enforcesForeignKeys, location: step.location, format: step.format)
+                             enforcesForeignKeys: step.enforcesForeignKeys, location: step.location, format: step.format,
+                             backends: step.backends)
     }
 
     /// The migration name of a directory entry, or nil when the entry is not a migration. Names that look like
@@ -314,32 +347,44 @@ struct ManifestLoader {
 
     // MARK: Checks across all documents
 
+    /// Checks each backend's plan on its own: identities are unique within one backend's migrations (a file in
+    /// `sql/` marked `sqlite` and one in `sql/postgresql/` marked `postgresql` may share a name), and a seed's
+    /// `after` names a migration in the plan of every backend the manifest has migrations for.
     private mutating func finish(path: String) throws -> Manifest {
-        var byID: [String: MigrationStep] = [:]
-        var byPath: [String: MigrationStep] = [:]
         // A file is known by device and inode, so a symlinked directory or an include cannot list it twice unnoticed.
         func identity(_ path: String) -> String {
             var info = stat()
             return stat(path, &info) == 0 ? "\(info.st_dev):\(info.st_ino)" : path
         }
-        for migration in migrations.sorted(by: { $0.location.line < $1.location.line }) {
-            if let first = byPath[identity(migration.path)], first.id != migration.id {
-                problems.append(ManifestProblem(migration.location,
-                    "migration file \(migration.path) is listed twice, as '\(first.id)' (\(first.location)) and as '\(migration.id)'; a file is one migration"))
-                continue
+        var byBackend: [DatabaseBackend: [MigrationStep]] = [:]
+        for backend in DatabaseBackend.allCases {
+            var byID: [String: MigrationStep] = [:]
+            var byPath: [String: MigrationStep] = [:]
+            for migration in migrations.sorted(by: { $0.location.line < $1.location.line })
+            where migration.backends?.contains(backend) ?? true {
+                if let first = byPath[identity(migration.path)], first.id != migration.id {
+                    report(ManifestProblem(migration.location,
+                        "migration file \(migration.path) is listed twice\(Self.plan(of: backend, first, migration)), as '\(first.id)' (\(first.location)) and as '\(migration.id)'; a file is one migration"))
+                    continue
+                }
+                byPath[identity(migration.path)] = migration
+                if let first = byID[migration.id] {
+                    if identity(first.path) == identity(migration.path) { continue }
+                    let named = [first, migration].contains { $0.id != ($0.path as NSString).lastPathComponent }
+                    let plan = Self.plan(of: backend, first, migration)
+                    var message = named
+                        ? "migration id '\(migration.id)' is used twice\(plan) (\(first.path) and \(migration.path)); ids must be unique"
+                        : "migration file name '\(migration.id)' is used twice\(plan) (\(first.path) and \(migration.path)); a migration's file name is its identity (give one an id=\"…\")"
+                    if let hint = Self.backendHint(first, migration) { message += "; " + hint }
+                    report(ManifestProblem(migration.location, message))
+                } else {
+                    byID[migration.id] = migration
+                }
             }
-            byPath[identity(migration.path)] = migration
-            if let first = byID[migration.id] {
-                if identity(first.path) == identity(migration.path) { continue }
-                let named = [first, migration].contains { $0.id != ($0.path as NSString).lastPathComponent }
-                    ? "migration id '\(migration.id)' is used twice (\(first.path) and \(migration.path)); ids must be unique"
-                    : "migration file name '\(migration.id)' is used twice (\(first.path) and \(migration.path)); a migration's file name is its identity (give one an id=\"…\")"
-                problems.append(ManifestProblem(migration.location, named))
-            } else {
-                byID[migration.id] = migration
-            }
+            byBackend[backend] = byID.values.sorted { NaturalOrder.areInIncreasingOrder($0.id, $1.id) }
         }
-        let ordered = byID.values.sorted { NaturalOrder.areInIncreasingOrder($0.id, $1.id) }
+        let runsOn = Manifest.backends(of: byBackend.values.flatMap { $0 })
+        let everyMigration = byBackend.values.flatMap { $0 }
         var seedIDs: [String: SourceLocation] = [:]
         for seed in seeds {
             if let first = seedIDs[seed.id] {
@@ -347,9 +392,20 @@ struct ManifestLoader {
             } else {
                 seedIDs[seed.id] = seed.location
             }
-            if let after = seed.after, byID[after] == nil {
+            guard let after = seed.after else { continue }
+            guard let target = everyMigration.filter({ $0.id == after }).min(by: { $0.location.line < $1.location.line }) else {
                 problems.append(ManifestProblem(seed.location, "after=\"\(after)\" names no migration of this manifest"))
+                continue
             }
+            let lacking = DatabaseBackend.allCases.filter { runsOn.contains($0) && !(byBackend[$0] ?? []).contains { $0.id == after } }
+            // An unmarked target missing from a plan is a clash reported above.
+            guard !lacking.isEmpty, let markedFor = target.backends else { continue }
+            let marks = DatabaseBackend.allCases.filter(markedFor.contains).map { "backend=\"\($0.rawValue)\"" }
+            let plans = lacking.count == 1 ? "plan does not" : "plans do not"
+            problems.append(ManifestProblem(seed.location,
+                "after=\"\(after)\" names a migration the \(Self.spoken(lacking.map(\.displayName))) \(plans) have (it is marked \(Self.spoken(marks)) at \(target.location)); "
+                + "a seed runs on every backend the manifest has migrations for, so name a migration in every backend's plan "
+                + "(an unmarked one, or a name each backend's migrations have)"))
         }
         var modelTypes: [String: SourceLocation] = [:]
         for model in models {
@@ -365,12 +421,38 @@ struct ManifestLoader {
             throw ManifestError(problems: problems.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) },
                                 warnings: warnings)
         }
-        return Manifest(path: path, databasePath: databasePath, migrations: ordered, seeds: seeds, models: models,
-                        migrationDirectory: migrationDirectory, migrationDirectoryFormat: migrationDirectoryFormat,
-                        warnings: warnings)
+        return Manifest(path: path, database: database, migrationsByBackend: byBackend, seeds: seeds, models: models,
+                        migrationDirectories: migrationDirectories, namedBackends: namedBackends, warnings: warnings)
     }
 
     // MARK: Helpers
+
+    /// Records a problem once: a clash between unmarked migrations is found in every backend's plan.
+    private mutating func report(_ problem: ManifestProblem) {
+        if !problems.contains(problem) { problems.append(problem) }
+    }
+
+    /// " in the PostgreSQL plan" when either migration is marked for a backend; nothing when both are in every
+    /// plan, where the backend is beside the point.
+    private static func plan(of backend: DatabaseBackend, _ first: MigrationStep, _ second: MigrationStep) -> String {
+        first.backends == nil && second.backends == nil ? "" : " in the \(backend.displayName) plan"
+    }
+
+    /// For an unmarked migration that clashes with a marked one: mark the unmarked one for the other backend.
+    private static func backendHint(_ first: MigrationStep, _ second: MigrationStep) -> String? {
+        let pair = [first, second]
+        guard let unmarked = pair.first(where: { $0.backends == nil }), let marked = pair.first(where: { $0.backends != nil }),
+              let markedFor = marked.backends else { return nil }
+        let others = DatabaseBackend.allCases.filter { !markedFor.contains($0) }
+        let suggestion = others.count == 1 ? "backend=\"\(others[0].rawValue)\"" : "backend=\"…\""
+        return "\(unmarked.path) has no backend=\"…\", so it is in every backend's plan: if it is another backend's version, mark it (or its <migrations>) \(suggestion)"
+    }
+
+    /// `A`, `A and B`, `A, B and C`.
+    private static func spoken(_ items: [String]) -> String {
+        guard let last = items.last, items.count > 1 else { return items.joined() }
+        return items.dropLast().joined(separator: ", ") + " and " + last
+    }
 
     static func list(_ text: String) -> [String] {
         text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

@@ -35,6 +35,13 @@ enum ManifestSchema {
           <xs:enumeration value="dbmate"/>
         </xs:restriction>
       </xs:simpleType>
+      <xs:simpleType name="backend">
+        <xs:annotation><xs:documentation>
+          One backend whose plan holds the migrations (DatabaseBackend's raw values). A single value: without the
+          attribute a migration is in every backend's plan, which with two backends is the only list worth writing.
+        </xs:documentation></xs:annotation>
+        <xs:restriction base="xs:string"><xs:enumeration value="sqlite"/><xs:enumeration value="postgresql"/></xs:restriction>
+      </xs:simpleType>
       <xs:simpleType name="transaction">
         <xs:restriction base="xs:string"><xs:enumeration value="file"/><xs:enumeration value="none"/></xs:restriction>
       </xs:simpleType>
@@ -43,7 +50,16 @@ enum ManifestSchema {
         <xs:complexType>
           <xs:choice minOccurs="0" maxOccurs="unbounded">
             <xs:element name="database">
-              <xs:complexType><xs:attribute name="path" type="nonEmpty" use="required"/></xs:complexType>
+              <xs:annotation><xs:documentation>
+                Exactly one of path (a SQLite file) and url (a postgresql:// or postgres:// URI whose ${NAME}
+                placeholders are filled from the environment when it is used); schema only with url. The loader
+                checks what a schema cannot say: one of the two, the URI's scheme and placeholders.
+              </xs:documentation></xs:annotation>
+              <xs:complexType>
+                <xs:attribute name="path" type="nonEmpty"/>
+                <xs:attribute name="url" type="nonEmpty"/>
+                <xs:attribute name="schema" type="nonEmpty"/>
+              </xs:complexType>
             </xs:element>
             <xs:element name="migrations">
               <xs:complexType>
@@ -55,12 +71,14 @@ enum ManifestSchema {
                       <xs:attribute name="transaction" type="transaction"/>
                       <xs:attribute name="foreignKeys" type="onOff"/>
                       <xs:attribute name="format" type="migrationFormat"/>
+                      <xs:attribute name="backend" type="backend"/>
                     </xs:complexType>
                   </xs:element>
                 </xs:sequence>
                 <xs:attribute name="directory" type="nonEmpty"/>
                 <xs:attribute name="foreignKeys" type="onOff"/>
                 <xs:attribute name="format" type="migrationFormat"/>
+                <xs:attribute name="backend" type="backend"/>
               </xs:complexType>
             </xs:element>
             <xs:element name="seeds">

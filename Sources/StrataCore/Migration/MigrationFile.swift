@@ -2,14 +2,15 @@ import Foundation
 
 /// Creates new migration files with a prefix that sorts after every existing one.
 public enum MigrationFile {
-    /// Creates `NNN_name.sql` in the manifest's migrations directory and returns its path.
+    /// Creates `NNN_name.sql` in the manifest's migrations directory for `backend` (see `directory(for:in:)`) and
+    /// returns its path.
     ///
-    /// The number is one more than the highest leading number among existing migrations, zero-padded to the
-    /// widest existing prefix (at least three digits), so natural and plain byte order agree.
-    public static func create(named name: String, in manifest: Manifest) throws -> String {
-        guard let directory = manifest.migrationDirectory else {
-            throw MigrationError.invalidStep("the manifest has no <migrations directory=\"…\"> to create the file in")
-        }
+    /// The number is one more than the highest leading number among the migrations the new file joins (those of
+    /// its directory's backend, or of every backend for an unmarked directory), zero-padded to the widest existing
+    /// prefix (at least three digits), so natural and plain byte order agree.
+    public static func create(named name: String, in manifest: Manifest, backend: DatabaseBackend? = nil) throws -> String {
+        let chosen = try directory(for: backend, in: manifest)
+        let directory = chosen.path
         // The name is copied into the file's header comment: a line break there would turn the rest into SQL.
         for (offset, scalar) in name.unicodeScalars.enumerated() {
             let kind: String
@@ -32,7 +33,8 @@ public enum MigrationFile {
         // 64 bits, such as `9223372036854775807_x.sql`) gets a successor instead of a trap or being skipped.
         var highest: [UInt8] = [UInt8(ascii: "0")]
         var width = 3
-        for migration in manifest.migrations {
+        let neighbours = chosen.backend.map(manifest.migrations(for:)) ?? manifest.migrations
+        for migration in neighbours {
             let digits = Array(migration.id.utf8.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
             guard !digits.isEmpty else { continue }
             let significant = Array(digits.drop { $0 == UInt8(ascii: "0") })
@@ -49,11 +51,32 @@ public enum MigrationFile {
             throw MigrationError.invalidStep("\(path) already exists")
         }
         let header = "-- \(name)\n-- Runs once, inside a transaction with its history row; see README \"Migrations\".\n\n"
-            + manifest.migrationDirectoryFormat.skeleton
+            + chosen.format.skeleton
         guard FileManager.default.createFile(atPath: path, contents: Data(header.utf8)) else {
             throw MigrationError.invalidStep("cannot create \(path)")
         }
         return path
+    }
+
+    /// Where `strata new` creates a file: with a backend, the top manifest's first `<migrations directory>` marked
+    /// for it, else its first unmarked one; without, the first unmarked one, else the first marked one when every
+    /// marked directory is for one backend. A choice between backends is refused rather than guessed.
+    public static func directory(for backend: DatabaseBackend?, in manifest: Manifest) throws -> MigrationDirectory {
+        let directories = manifest.migrationDirectories
+        if let backend, let marked = directories.first(where: { $0.backend == backend }) { return marked }
+        if let unmarked = directories.first(where: { $0.backend == nil }) { return unmarked }
+        guard let first = directories.first else {
+            throw MigrationError.invalidStep("the manifest has no <migrations directory=\"…\"> to create the file in")
+        }
+        let marked = DatabaseBackend.allCases.filter { backend in directories.contains { $0.backend == backend } }
+        if let backend {
+            throw MigrationError.invalidStep("the manifest has no <migrations directory=\"…\"> for \(backend.displayName) (nor an unmarked one); its directories are for \(marked.map(\.displayName).joined(separator: " and "))")
+        }
+        guard marked.count == 1 else {
+            let listed = marked.compactMap { backend in directories.first { $0.backend == backend }.map { "\(backend.rawValue): \(displayPath($0.path))" } }
+            throw MigrationError.invalidStep("the manifest has migrations directories for several backends (\(listed.joined(separator: ", "))); say which with --backend")
+        }
+        return first
     }
 
     /// The decimal digits of `digits + 1` (ASCII, most significant first).

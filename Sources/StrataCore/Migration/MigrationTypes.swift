@@ -90,6 +90,8 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
     public enum Reason: String, Sendable, Equatable, Codable {
         case drift, missing, dirty, outOfOrder = "out-of-order", invalidSQL = "invalid-sql", seedOrder = "seed-order",
              planChanged = "plan-changed"
+        /// The database's backend is not one the manifest has migrations for (every migration is marked for another).
+        case backend
     }
 
     public let reason: Reason

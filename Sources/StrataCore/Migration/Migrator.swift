@@ -16,6 +16,10 @@ public struct Migrator {
     public let manifest: Manifest
     public let database: any MigrationDatabase
     private var history: any HistoryStorage { database.history }
+    /// The database's backend, which picks its plan from the manifest.
+    private var backend: DatabaseBackend { database.dialect.backend }
+    /// This database's plan: migrations marked for another backend are not part of it.
+    private var plan: [PlanStep] { manifest.plan(for: backend) }
 
     public init(manifest: Manifest, database: any MigrationDatabase) {
         self.manifest = manifest
@@ -31,14 +35,52 @@ public struct Migrator {
     /// What migrations may not do, found before anything runs by the dialect's lint: statements that cannot run
     /// inside a transaction in transactional files, writes to the history table, and text the database would not
     /// run to its end.
+    /// Checks the migrations of this database's backend.
     public func lint() -> [ManifestProblem] {
-        lintFindings(manifest.migrations).map(\.problem)
+        Self.lint(manifest.migrations(for: backend), dialect: database.dialect)
+    }
+
+    /// `lint()` for a backend without opening a database of it (`strata validate` checks each backend the manifest
+    /// is for with its dialect).
+    public static func lint(_ migrations: [MigrationStep], dialect: any SQLDialect) -> [ManifestProblem] {
+        lintFindings(migrations, dialect: dialect).map(\.problem)
+    }
+
+    /// What `strata validate` checks without a database: the plan of each backend the manifest is for
+    /// (`Manifest.validatedBackends`), with that backend's dialect. A backend `dialect` has none for is not
+    /// linted, and a warning says so. A file in several plans is reported once per distinct finding.
+    public static func lint(_ manifest: Manifest, dialect: (DatabaseBackend) -> (any SQLDialect)?)
+        -> (problems: [ManifestProblem], warnings: [ManifestProblem]) {
+        var problems: [ManifestProblem] = []
+        var warnings: [ManifestProblem] = []
+        func add(_ found: [ManifestProblem], to list: inout [ManifestProblem]) {
+            for problem in found where !list.contains(problem) { list.append(problem) }
+        }
+        for backend in manifest.validatedBackends {
+            let migrations = manifest.migrations(for: backend)
+            add(lintWarnings(migrations), to: &warnings)
+            guard let dialect = dialect(backend) else {
+                let location = migrations.first?.location ?? SourceLocation(path: manifest.path, line: 1)
+                add([ManifestProblem(location,
+                    "the \(migrations.count) migration\(migrations.count == 1 ? "" : "s") of the \(backend.displayName) plan "
+                    + "\(migrations.count == 1 ? "was" : "were") not checked ahead of time: this build has no \(backend.displayName) dialect")],
+                    to: &warnings)
+                continue
+            }
+            add(lint(migrations, dialect: dialect), to: &problems)
+        }
+        return (problems, warnings)
     }
 
     /// Migrations `lint()` could not check ahead of time because they are larger than `lintSizeLimit`: said, not
     /// passed over in silence. The backend still checks each of their statements as it runs.
     public func lintWarnings() -> [ManifestProblem] {
-        manifest.migrations.compactMap { migration in
+        Self.lintWarnings(manifest.migrations(for: backend))
+    }
+
+    /// `lintWarnings()` for any list of migrations.
+    public static func lintWarnings(_ migrations: [MigrationStep]) -> [ManifestProblem] {
+        migrations.compactMap { migration in
             guard let size = try? RegularFile(path: migration.path).size, size > Self.lintSizeLimit else { return nil }
             return ManifestProblem(SourceLocation(path: displayPath(migration.path), line: 1),
                 "not checked ahead of time (\(size >> 20) MiB, over the \(Self.lintSizeLimit >> 20) MiB read ahead); each statement is checked as it runs, and a refused one fails and rolls back the step (\(migration.location))")
@@ -46,8 +88,12 @@ public struct Migrator {
     }
 
     private func lintFindings(_ migrations: [MigrationStep]) -> [(id: String, problem: ManifestProblem)] {
+        Self.lintFindings(migrations, dialect: database.dialect)
+    }
+
+    private static func lintFindings(_ migrations: [MigrationStep], dialect: any SQLDialect) -> [(id: String, problem: ManifestProblem)] {
         migrations.flatMap { migration in
-            guard let bytes = Self.fileBytes(migration.path, atMost: Self.lintSizeLimit) else {
+            guard let bytes = fileBytes(migration.path, atMost: lintSizeLimit) else {
                 return [(id: String, problem: ManifestProblem)]()
             }
             // Only what runs is linted (a down section may hold anything), at the file's own line numbers.
@@ -59,7 +105,7 @@ public struct Migrator {
                 return [(migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: max(failure?.line ?? 1, 1)),
                                                        "\(failure?.message ?? "\(error)") (\(migration.location))"))]
             }
-            return database.dialect.lint(Array(bytes[section.range]), insideTransaction: migration.runsInTransaction).map {
+            return dialect.lint(Array(bytes[section.range]), insideTransaction: migration.runsInTransaction).map {
                 (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line + section.startLine - 1,
                                                               column: $0.column),
                                                $0.message + " (\(migration.location))"))
@@ -77,7 +123,7 @@ public struct Migrator {
         var byKey: [String: HistoryRecord] = [:]
         for record in records { byKey[key(record.kind, record.identity)] = record }
         var result: [StepStatus] = []
-        for step in manifest.plan {
+        for step in plan {
             let record = byKey.removeValue(forKey: key(step.kind, step.id))
             // Only a recorded step needs its file hashed; a pending seed may be large.
             // A record is compared under the checksum version it was written with.
@@ -120,6 +166,11 @@ public struct Migrator {
     private func plan(_ options: MigrationOptions, forMigrate: Bool) throws -> MigrationPlan {
         let statuses = try status(options)
         var refusals = refusals(for: statuses, options)
+        if !manifest.backends.contains(backend) {
+            let marks = DatabaseBackend.allCases.filter(manifest.backends.contains).map(\.displayName).joined(separator: " and ")
+            refusals.append(Refusal(reason: .backend, id: backend.rawValue,
+                message: "\(manifest.path) has no migrations for \(backend.displayName): every migration is marked for \(marks); point --database at a \(marks) database, or add migrations for \(backend.displayName)"))
+        }
         let lastApplied = statuses.filter { $0.kind == .migration && ($0.state == .applied || $0.state == .drifted) }
             .map(\.id).max(by: NaturalOrder.areInIncreasingOrder)
         var steps: [PlannedStep] = []
@@ -670,14 +721,15 @@ public struct Migrator {
     /// Steps already recorded are left alone. Returns the ids recorded.
     @discardableResult
     public func baseline(through id: String, _ options: MigrationOptions = MigrationOptions()) throws -> [String] {
-        guard let end = manifest.plan.firstIndex(where: { $0.id == id }) else {
+        let plan = self.plan
+        guard let end = plan.firstIndex(where: { $0.id == id }) else {
             throw MigrationError.invalidStep("\(id) is not a step of \(manifest.path)")
         }
         return try reportingLockTimeout {
             try database.withWriteLock {
                 try history.create()
                 var recorded: [String] = []
-                for step in manifest.plan[...end] {
+                for step in plan[...end] {
                     if case .seed(let seed) = step, !isActive(seed, options) { continue }
                     if let existing = try history.record(kind: step.kind, identity: step.id), existing.state != .deleted {
                         continue
@@ -741,7 +793,7 @@ public struct Migrator {
                 }
                 switch resolution {
                 case .applied:
-                    let step = manifest.plan.first { $0.id == id && $0.kind == record.kind }
+                    let step = plan.first { $0.id == id && $0.kind == record.kind }
                     if let step, let checksum = try? Checksum.ofFile(atPath: step.filePath, content: step.checksumContent) {
                         try history.write(record.with(checksum: checksum, version: Checksum.algorithmVersion, state: .applied))
                     } else {
