@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 @testable import StrataCore
+@testable import StrataPostgres
 @testable import StrataSQLite
 import XCTest
 
@@ -8,7 +9,7 @@ import XCTest
 /// command is pointed at it, and how a test opens it. Tests written with `forEachBackend` run once per backend this
 /// machine can run; behaviour only one backend has (PRAGMAs, WAL, `VACUUM`) is tested in that backend's own files.
 struct TestBackend: Sendable, CustomStringConvertible {
-    enum Kind: Sendable { case sqlite }
+    enum Kind: Sendable { case sqlite, postgres }
 
     let kind: Kind
     /// The manifest's `<database …/>` element for a project rooted at a directory.
@@ -23,12 +24,14 @@ struct TestBackend: Sendable, CustomStringConvertible {
     func noSuchTable(_ name: String) -> String {
         switch kind {
         case .sqlite: "no such table: \(name)"
+        case .postgres: "relation \"\(name)\" does not exist"
         }
     }
 
     var description: String {
         switch kind {
         case .sqlite: "SQLite"
+        case .postgres: "PostgreSQL"
         }
     }
 
@@ -41,8 +44,23 @@ struct TestBackend: Sendable, CustomStringConvertible {
                          configuration: Database.Configuration(busyTimeout: timeout))
         })
 
-    /// Every backend this machine can run, the embedded default first.
-    static var available: [TestBackend] { [.sqlite] }
+    /// A database of its own on the test server (`PostgresServer`) for each project root.
+    static let postgres = TestBackend(
+        kind: .postgres,
+        databaseElement: { root in
+            let url = (try? PostgresServer.shared().url(for: root)) ?? ""
+            return #"<database url=""# + url.replacingOccurrences(of: "&", with: "&amp;") + #""/>"#
+        },
+        location: { root in (try? PostgresServer.shared().url(for: root)) ?? "" },
+        open: { root, timeout in
+            try PostgresConnection(url: try PostgresServer.shared().url(for: root), lockTimeout: timeout)
+        })
+
+    /// Every backend this machine can run, the embedded default first. PostgreSQL runs where the test server
+    /// starts (the PostgreSQL test classes say why when it does not).
+    static var available: [TestBackend] {
+        (try? PostgresServer.shared()) == nil ? [.sqlite] : [.sqlite, .postgres]
+    }
 }
 
 extension XCTestCase {

@@ -47,9 +47,9 @@ public struct Migrator {
     }
 
     /// What `strata validate` checks without a database: the plan of each backend the manifest is for
-    /// (`Manifest.validatedBackends`), with that backend's dialect. A backend `dialect` has none for is not
-    /// linted, and a warning says so. A file in several plans is reported once per distinct finding.
-    public static func lint(_ manifest: Manifest, dialect: (DatabaseBackend) -> (any SQLDialect)?)
+    /// (`Manifest.validatedBackends`), with that backend's dialect. A file in several plans is reported once per
+    /// distinct finding.
+    public static func lint(_ manifest: Manifest, dialect: (DatabaseBackend) -> any SQLDialect)
         -> (problems: [ManifestProblem], warnings: [ManifestProblem]) {
         var problems: [ManifestProblem] = []
         var warnings: [ManifestProblem] = []
@@ -59,15 +59,7 @@ public struct Migrator {
         for backend in manifest.validatedBackends {
             let migrations = manifest.migrations(for: backend)
             add(lintWarnings(migrations), to: &warnings)
-            guard let dialect = dialect(backend) else {
-                let location = migrations.first?.location ?? SourceLocation(path: manifest.path, line: 1)
-                add([ManifestProblem(location,
-                    "the \(migrations.count) migration\(migrations.count == 1 ? "" : "s") of the \(backend.displayName) plan "
-                    + "\(migrations.count == 1 ? "was" : "were") not checked ahead of time: this build has no \(backend.displayName) dialect")],
-                    to: &warnings)
-                continue
-            }
-            add(lint(migrations, dialect: dialect), to: &problems)
+            add(lint(migrations, dialect: dialect(backend)), to: &problems)
         }
         return (problems, warnings)
     }

@@ -97,7 +97,7 @@ final class PostgresConnectionTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("•••"), "\(error)")
             XCTAssertEqual((error as? DatabaseError)?.kind, .cannotOpen)
         }
-        XCTAssertEqual(PostgresURL.redacted("postgres://u:p%40ss@h:5/db?password=x&sslmode=require"),
+        XCTAssertEqual(DatabaseURL.redacted("postgres://u:p%40ss@h:5/db?password=x&sslmode=require"),
                        "postgres://u:•••@h:5/db?password=•••&sslmode=require")
     }
 }
