@@ -63,11 +63,35 @@ struct TestBackend: Sendable, CustomStringConvertible {
     }
 }
 
+extension TestBackend {
+    /// What a test may need that not every backend has in this build.
+    enum Capability {
+        /// `ModelStore` and `check` (PostgreSQL: issue 14).
+        case models
+        /// CSV seeds.
+        case seeds
+        /// A database size limit a test can set, to fail writes as a full disk does (SQLite: `max_page_count`).
+        case sizeLimit
+        /// A way to make every COMMIT fail (SQLite: a commit hook).
+        case failingCommits
+        /// `BEGIN` in a `transaction="none"` file runs (PostgreSQL's lint refuses it before the run).
+        case transactionControlInNoneFiles
+    }
+
+    func has(_ capability: Capability) -> Bool {
+        switch kind {
+        case .sqlite: true
+        case .postgres: false
+        }
+    }
+}
+
 extension XCTestCase {
-    /// Runs `body` once for each available backend. A thrown error names the backend it happened on, and so does
-    /// one more failure recorded after any assertion that failed on it.
-    func forEachBackend(file: StaticString = #filePath, line: UInt = #line, _ body: (TestBackend) throws -> Void) throws {
-        for backend in TestBackend.available {
+    /// Runs `body` once for each available backend that has every capability `needing` names. A thrown error
+    /// names the backend it happened on, and so does one more failure recorded after any assertion that failed on it.
+    func forEachBackend(needing capabilities: TestBackend.Capability..., file: StaticString = #filePath, line: UInt = #line,
+                        _ body: (TestBackend) throws -> Void) throws {
+        for backend in TestBackend.available where capabilities.allSatisfy(backend.has) {
             let failuresBefore = testRun?.totalFailureCount ?? 0
             do {
                 try body(backend)

@@ -58,7 +58,7 @@ final class CrashInjectionTests: XCTestCase {
         let seed = UInt64(ProcessInfo.processInfo.environment["STRATA_CRASH_SEED"] ?? "") ?? 0x5EED
         let csv = Self.csv()
 
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             var random = SeededGenerator(state: seed)
 
             // Kill moments are spread over how long a whole run takes on this machine now (measured once on a
@@ -138,6 +138,10 @@ extension TestBackend {
     func schemaObjectNames(_ db: any DatabaseConnection) throws -> Set<String> {
         switch kind {
         case .sqlite: Set(try (db as! Database).schemaObjects().map(\.name))
+        case .postgres: Set(try db.rows("""
+            SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i', 'v')
+            UNION ALL SELECT t.tgname FROM pg_trigger t WHERE NOT t.tgisinternal
+            """).map { try $0.get(0, as: String.self) })
         }
     }
 
@@ -145,6 +149,11 @@ extension TestBackend {
     var crashItemsLogTrigger: String {
         switch kind {
         case .sqlite: "CREATE TRIGGER items_log AFTER DELETE ON items BEGIN INSERT INTO log VALUES (OLD.name); END;"
+        case .postgres: """
+            CREATE FUNCTION items_log_row() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO log VALUES (OLD.name); RETURN OLD; END $$;
+            CREATE TRIGGER items_log AFTER DELETE ON items FOR EACH ROW EXECUTE FUNCTION items_log_row();
+            """
         }
     }
 
@@ -153,6 +162,7 @@ extension TestBackend {
     var crashStatementOutsideTransactions: String {
         switch kind {
         case .sqlite: "VACUUM;"
+        case .postgres: "VACUUM;"
         }
     }
 }
