@@ -3,12 +3,21 @@ import StrataCore
 /// Reads and writes `strata_history` on PostgreSQL, always schema-qualified (a bare name would follow whatever
 /// `search_path` a migration set). The columns are SQLite's; `applied_at` is a `timestamptz`, read back in the
 /// same ISO-8601 text every backend's records carry.
+///
+/// The table guards itself: a trigger refuses every insert, update, delete and truncate unless Strata's own
+/// write set `strata.history_writer` for it. The lint refuses statements that name the table, but a function
+/// body is text to it; the trigger also stops a migration's function, or a seeded table's trigger, that writes
+/// the history (what SQLite's authorizer stops there).
 struct PostgresHistory: HistoryStorage {
     static let table = "strata_history"
 
     let connection: PostgresConnection
 
     private var qualified: String { quoteIdentifier(connection.historySchema) + "." + Self.table }
+    private var guardFunction: String { quoteIdentifier(connection.historySchema) + ".strata_history_guard" }
+
+    /// The setting Strata's writes set, transaction-locally, for the guard to let them through.
+    static let writerSetting = "strata.history_writer"
 
     /// `applied_at` as `HistoryRecord` spells it (UTC, milliseconds, `Z`).
     private var columns: String {
@@ -47,6 +56,24 @@ struct PostgresHistory: HistoryStorage {
                     PRIMARY KEY (kind, identity)
                 )
                 """)
+            try connection.execute("""
+                CREATE OR REPLACE FUNCTION \(guardFunction)() RETURNS trigger LANGUAGE plpgsql AS $guard$
+                BEGIN
+                    IF current_setting('\(Self.writerSetting)', true) IS DISTINCT FROM 'on' THEN
+                        RAISE EXCEPTION '\(HistoryRecord.refusal(verb: "writes to", table: Self.table).replacingOccurrences(of: "'", with: "''"))'
+                            USING ERRCODE = 'insufficient_privilege';
+                    END IF;
+                    RETURN COALESCE(NEW, OLD);
+                END $guard$
+                """)
+            try connection.execute("""
+                CREATE TRIGGER strata_history_guard BEFORE INSERT OR UPDATE OR DELETE ON \(qualified)
+                FOR EACH ROW EXECUTE FUNCTION \(guardFunction)()
+                """)
+            try connection.execute("""
+                CREATE TRIGGER strata_history_guard_truncate BEFORE TRUNCATE ON \(qualified)
+                FOR EACH STATEMENT EXECUTE FUNCTION \(guardFunction)()
+                """)
         }
         if connection.isInTransaction { try connection.withSavepoint(body) } else { try connection.withTransaction(body) }
     }
@@ -63,7 +90,21 @@ struct PostgresHistory: HistoryStorage {
                                    [kind.rawValue, identity]).first.map(Self.record)
     }
 
+    /// Runs one of Strata's own writes with the guard's setting on, for that statement only.
+    private func asWriter(_ body: () throws -> Void) throws {
+        func write() throws {
+            try connection.execute("SELECT set_config('\(Self.writerSetting)', 'on', true)")
+            try body()
+            try connection.execute("SELECT set_config('\(Self.writerSetting)', 'off', true)")
+        }
+        if connection.isInTransaction { try write() } else { try connection.withTransaction(write) }
+    }
+
     func write(_ record: HistoryRecord) throws {
+        try asWriter { try insert(record) }
+    }
+
+    private func insert(_ record: HistoryRecord) throws {
         try connection.execute("""
             INSERT INTO \(qualified) (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count,
                                       state, tool_version, applied_sql, runner, error)
@@ -79,7 +120,9 @@ struct PostgresHistory: HistoryStorage {
     }
 
     func delete(kind: StepKind, identity: String) throws {
-        try connection.execute("DELETE FROM \(qualified) WHERE kind = $1 AND identity = $2", [kind.rawValue, identity])
+        try asWriter {
+            try connection.execute("DELETE FROM \(qualified) WHERE kind = $1 AND identity = $2", [kind.rawValue, identity])
+        }
     }
 
     private static func record(_ row: Row) throws -> HistoryRecord {

@@ -159,6 +159,29 @@ final class PostgresMigrationTests: XCTestCase {
         XCTAssertNoThrow(try impatient.withWriteLock {})
     }
 
+    func testAFunctionThatWritesTheHistoryIsStoppedByTheTablesGuard() throws {
+        // The lint cannot see into a function body; the history table's own trigger refuses the write.
+        let (migrator, db, _) = try project([
+            "001_a.sql": "CREATE TABLE a (id int);",
+            "002_launder.sql": """
+                CREATE FUNCTION launder() RETURNS void LANGUAGE plpgsql AS $$ BEGIN DELETE FROM strata_history; END $$;
+                SELECT launder();
+                """,
+        ])
+        let report = try migrator.migrate()
+        XCTAssertEqual(report.applied.map(\.id), ["001_a.sql"])
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertTrue(failure.message.contains("Strata's record of what was applied"), failure.message)
+        XCTAssertEqual(try db.history.all().map(\.identity), ["001_a.sql"])
+        XCTAssertThrowsError(try db.execute("TRUNCATE strata_history")) { error in
+            XCTAssertEqual((error as? DatabaseError)?.kind, .authorization)
+        }
+        XCTAssertThrowsError(try db.execute("UPDATE strata_history SET state = 'applied'"))
+        // Strata's own writes pass: resolving and rerunning work as before.
+        XCTAssertNoThrow(try db.history.delete(kind: .migration, identity: "001_a.sql"))
+        XCTAssertEqual(try db.history.all(), [])
+    }
+
     func testAServerThatCannotBeWrittenIsRefusedBeforeAnythingRuns() throws {
         let (_, db, root) = try project(["001.sql": "CREATE TABLE t (id int);"])
         let url = try PostgresServer.shared().url(for: root)
