@@ -39,8 +39,9 @@ package final class DecodingContext {
     private var byKey: [String: Int32] = [:]
     lazy var json = JSONDecoder()
 
-    package init(statement: any PreparedStatement, typeName: String, layout: ModelLayout?) {
+    package init(statement: any PreparedStatement, typeName: String, layout: ModelLayout?, readsRowAsOneValue: Bool = false) {
         self.statement = statement
+        self.readsRowAsOneValue = readsRowAsOneValue
         columnSource = (statement as? any RowDecodingStatement)?.columnSource
         self.typeName = typeName
         self.layout = layout
@@ -96,6 +97,23 @@ package final class DecodingContext {
         counters[2] += 1
         counters[1] = 0
         return true
+    }
+
+    /// The current row as a `T`. A type the mapper reads from one column itself (a `Date`, or a
+    /// `DatabaseValueConvertible` such as `Data` or `UUID`) is read from the first column by the mapper's rules:
+    /// its own `init(from:)` would read a `Date` as seconds since 2001, and refuses ISO-8601 text.
+    @usableFromInline
+    func decodeRow<T: Decodable>(_ type: T.Type, _ decoder: any Decoder) throws -> T {
+        guard readsRowAsOneValue else { return try T(from: decoder) }
+        return try ColumnDecoder(context: self, column: 0, key: statement.layout.names.first ?? "").decode(T.self)
+    }
+
+    /// Whether rows are read as one value of the type being decoded (`decodeRow`).
+    let readsRowAsOneValue: Bool
+
+    /// Whether the mapper reads a row as one value of `type` itself (see `decodeRow`).
+    static func readsRowAsOneValue<T>(_ type: T.Type) -> Bool {
+        T.self == Date.self || T.self is any DatabaseValueConvertible.Type
     }
 
     /// The column index for a coding key, or -1 when the result has no such column.

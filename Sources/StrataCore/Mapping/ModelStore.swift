@@ -81,7 +81,7 @@ public final class ModelStore {
         var result: [T] = []
         try decodeRows(T.self, sql: sql, arguments) { decoder, context in
             while try context.nextRow() {
-                result.append(try T(from: decoder))
+                result.append(try context.decodeRow(T.self, decoder))
             }
         }
         return result
@@ -93,7 +93,7 @@ public final class ModelStore {
                                       _ body: (T) throws -> Void) throws {
         try decodeRows(T.self, sql: sql, arguments) { decoder, context in
             while try context.nextRow() {
-                try body(try T(from: decoder))
+                try body(try context.decodeRow(T.self, decoder))
             }
         }
     }
@@ -112,7 +112,8 @@ public final class ModelStore {
             statement.reset()
             throw error
         }
-        let context = DecodingContext(statement: statement, typeName: Self.typeName(T.self), layout: try? layout(of: T.self))
+        let context = DecodingContext(statement: statement, typeName: Self.typeName(T.self), layout: try? layout(of: T.self),
+                                      readsRowAsOneValue: DecodingContext.readsRowAsOneValue(T.self))
         defer {
             context.finish()
             statement.reset()
