@@ -102,14 +102,19 @@ package final class DecodingContext {
     /// The current row as a `T`. A type the mapper reads from one column itself (a `Date`, or a
     /// `DatabaseValueConvertible` such as `Data` or `UUID`) is read from the first column by the mapper's rules:
     /// its own `init(from:)` would read a `Date` as seconds since 2001, and refuses ISO-8601 text.
-    @usableFromInline
+    @inlinable
     func decodeRow<T: Decodable>(_ type: T.Type, _ decoder: any Decoder) throws -> T {
         guard readsRowAsOneValue else { return try T(from: decoder) }
-        return try ColumnDecoder(context: self, column: 0, key: statement.layout.names.first ?? "").decode(T.self)
+        return try decodeRowAsOneValue(T.self)
+    }
+
+    @usableFromInline
+    func decodeRowAsOneValue<T: Decodable>(_ type: T.Type) throws -> T {
+        try ColumnDecoder(context: self, column: 0, key: statement.layout.names.first ?? "").decode(T.self)
     }
 
     /// Whether rows are read as one value of the type being decoded (`decodeRow`).
-    let readsRowAsOneValue: Bool
+    @usableFromInline let readsRowAsOneValue: Bool
 
     /// Whether the mapper reads a row as one value of `type` itself (see `decodeRow`).
     static func readsRowAsOneValue<T>(_ type: T.Type) -> Bool {
