@@ -55,6 +55,16 @@ struct Commands {
         }
     }
 
+    /// The target opened for a command that writes; one that cannot be written is a refusal (exit 3), the same on
+    /// every backend.
+    private func openForWriting(_ target: any DatabaseTarget) throws -> any MigrationDatabase {
+        do {
+            return try target.openForWriting(timeout: try timeout)
+        } catch let error as DatabaseError where error.kind == .readOnly {
+            throw MigrationError.refused([Refusal(reason: .readOnly, id: "", message: error.message)])
+        }
+    }
+
     // MARK: Commands
 
     private func validate() throws -> Int32 {
@@ -97,7 +107,7 @@ struct Commands {
             let refusals = try Migrator(manifest: manifest, database: try target.openForReading()).refusals(options)
             guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
         }
-        let migrator = Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout))
+        let migrator = Migrator(manifest: manifest, database: try openForWriting(target))
         var progress = ProgressLine(enabled: output.showsProgress)
         let idWidth = manifest.plan(for: migrator.database.dialect.backend).map(\.id.count).max() ?? 0
         let report = try migrator.migrate(options) { event in
@@ -228,7 +238,7 @@ struct Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let recorded = try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout))
+        let recorded = try Migrator(manifest: manifest, database: try openForWriting(target))
             .baseline(through: through, try options)
         output.line(recorded.isEmpty ? "Nothing recorded: every step through \(through) is already recorded."
                     : "Recorded as applied without running: " + recorded.joined(separator: ", "))
@@ -240,7 +250,7 @@ struct Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let report = try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout)).repair()
+        let report = try Migrator(manifest: manifest, database: try openForWriting(target)).repair()
         if report.realigned.isEmpty && report.deleted.isEmpty { output.line("Nothing to repair.") }
         for id in report.realigned { output.line("  realigned  \(id): the recorded checksum now matches the file") }
         for id in report.deleted { output.line("  deleted    \(id): no longer in the manifest") }
@@ -260,7 +270,7 @@ struct Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout)).resolve(id, as: resolution)
+        try Migrator(manifest: manifest, database: try openForWriting(target)).resolve(id, as: resolution)
         output.line(resolution == .applied ? "\(id) recorded as applied." : "\(id) forgotten; the next migrate runs it again.")
         output.object(["command": "resolve", "database": .string(path), "id": .string(id), "resolution": .string(resolution.rawValue)])
         return ExitCode.success

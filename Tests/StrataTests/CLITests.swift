@@ -243,6 +243,25 @@ final class CLITests: XCTestCase {
         }
     }
 
+    func testADatabaseThatCannotBeWrittenIsRefusedBeforeAnythingRuns() throws {
+        try forEachBackend { backend in
+            let project = try self.project(backend, manifest: { #"<manifest version="1">\#($0)<migrations directory="sql"/></manifest>"# },
+                                           files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+            XCTAssertEqual(try project.strataOnBackend(["migrate"]).status, 0)
+            try project.file("sql/2_b.sql", "CREATE TABLE b (x INTEGER);")
+            let readOnly = try backend.readOnlyLocation(project.root)
+            let before = try backend.storedState(at: project.root)
+            for format in ["text", "json"] {
+                let result = try runStrata(["migrate", "--manifest", project.manifestPath, "--database", readOnly, "--format", format],
+                                           in: project.root)
+                XCTAssertEqual(result.status, 3, "refused, the same on every backend: \(result.stderr)")
+                XCTAssertTrue(result.stderr.contains("is read-only"), result.stderr)
+                if format == "json" { XCTAssertTrue(result.stdout.contains(#""reason":"read-only""#), result.stdout) }
+            }
+            XCTAssertEqual(try backend.storedState(at: project.root), before, "nothing written")
+        }
+    }
+
     func testCommandsThatRefuseDoNotCreateTheDatabaseFile() throws {
         try forEachBackend(needing: .seeds) { backend in
             let project = try self.project(backend, manifest: { """
@@ -374,10 +393,7 @@ final class CLITests: XCTestCase {
             // This process plays a live runner of 2_none.sql: its row says running and it holds the step's lock.
             let db = try project.connection()
             try db.history.create()
-            try db.execute("""
-                INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner)
-                VALUES ('migration', '2_none.sql', 'x', 1, '2026-01-01T00:00:00Z', 'running', '0', 'elsewhere:1')
-                """)
+            try db.history.write(.leftBehind("2_none.sql", state: .running, runner: "elsewhere:1"))
             let lock = try XCTUnwrap(try db.stepLocks.claim(kind: .migration, id: "2_none.sql"))
             defer { lock.release() }
             let (process, _, err) = try startStrata(["migrate", "--manifest", project.manifestPath, "--database", project.location],
@@ -496,6 +512,19 @@ fileprivate extension TestBackend {
         switch kind {
         case .sqlite: FileManager.default.fileExists(atPath: location(root) + "-journal")
         case .postgres: (try? PostgresTestDatabase(root).otherSessionHasWritten()) ?? false
+        }
+    }
+
+    /// A `--database` value naming the project's database so that it cannot be written (SQLite: a `mode=ro` URI,
+    /// which works as root too; PostgreSQL: sessions that start read-only, as on a standby).
+    func readOnlyLocation(_ root: URL) throws -> String {
+        switch kind {
+        case .sqlite: return "file:\(location(root))?mode=ro"
+        case .postgres:
+            let db = try PostgresTestDatabase(root).connection
+            let name = try XCTUnwrap(try db.scalar("SELECT current_database()", as: String.self))
+            try db.execute("ALTER DATABASE \(quoteIdentifier(name)) SET default_transaction_read_only = on")
+            return location(root)
         }
     }
 

@@ -34,13 +34,18 @@ final class ManifestTests: XCTestCase {
 
     func testLoadsTheExampleManifest() throws {
         let manifest = try Manifest.load(path: repositoryRoot().appendingPathComponent("manifests/example.xml").path)
-        XCTAssertEqual(manifest.migrations.map(\.id), ["001_create_authors.sql", "002_create_books.sql",
-                                                       "003_create_members_and_loans.sql", "004_vacuum.sql"])
-        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["001_create_authors.sql", "authors.csv", "002_create_books.sql",
-                                                 "003_create_members_and_loans.sql", "004_vacuum.sql",
-                                                 "books.csv", "members.csv", "demo_loans.csv"])
-        XCTAssertFalse(manifest.migrations[3].runsInTransaction)
-        XCTAssertTrue(manifest.migrations[0].runsInTransaction)
+        let files = ["001_create_authors.sql", "002_create_books.sql", "003_create_members_and_loans.sql", "004_vacuum.sql"]
+        for backend in DatabaseBackend.allCases {
+            let migrations = manifest.migrations(for: backend)
+            XCTAssertEqual(migrations.map(\.id), files, "\(backend)")
+            XCTAssertEqual(Set(migrations.map { URL(fileURLWithPath: $0.path).deletingLastPathComponent().lastPathComponent }),
+                           [backend == .sqlite ? "sql" : "postgresql"], "each backend's own files")
+            XCTAssertEqual(manifest.plan(for: backend).map(\.id), ["001_create_authors.sql", "authors.csv", "002_create_books.sql",
+                                                                  "003_create_members_and_loans.sql", "004_vacuum.sql",
+                                                                  "books.csv", "members.csv", "demo_loans.csv"], "\(backend)")
+            XCTAssertFalse(migrations[3].runsInTransaction)
+            XCTAssertTrue(migrations[0].runsInTransaction)
+        }
         XCTAssertEqual(manifest.databasePath, repositoryRoot().appendingPathComponent("library.sqlite").path)
         let books = try XCTUnwrap(manifest.seeds.first { $0.table == "books" })
         XCTAssertEqual(books.mode, .upsert)

@@ -210,10 +210,7 @@ final class MigrationTests: XCTestCase {
             let db = try project.connection()
             try db.history.create()
             // What a process killed during the file leaves behind: a running row whose process is gone.
-            try db.execute("""
-                INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner)
-                VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', 'running', '0', \(db.dialect.placeholder(1)))
-                """, ["\(ProcessInfo.processInfo.hostName):2147483000"])
+            try db.history.write(.leftBehind("1_none.sql", state: .running, runner: "\(ProcessInfo.processInfo.hostName):2147483000"))
             XCTAssertEqual(try project.migrator().status().map(\.state), [.dirty])
             let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
             XCTAssertTrue(error?.description.contains("never finished") ?? false, "\(String(describing: error))")
@@ -226,11 +223,8 @@ final class MigrationTests: XCTestCase {
     private func recordNoneStep(_ project: Project, state: String, runner: String) throws {
         let db = try project.connection()
         try db.history.create()
-        let parameter = db.dialect.placeholder
-        try db.execute("""
-            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner, error)
-            VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', \(parameter(1)), '0', \(parameter(2)), \(parameter(3)))
-            """, [state, runner, state == "failed" ? "sql/1_none.sql:1:1: no such table: t" : nil])
+        try db.history.write(.leftBehind("1_none.sql", state: HistoryRecord.State(rawValue: state) ?? .failed, runner: runner,
+                                         error: state == "failed" ? "sql/1_none.sql:1:1: no such table: t" : nil))
     }
 
     /// The `<migrations>` of a project whose one file runs with `transaction="none"`.

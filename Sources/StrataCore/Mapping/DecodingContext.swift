@@ -39,9 +39,8 @@ package final class DecodingContext {
     private var byKey: [String: Int32] = [:]
     lazy var json = JSONDecoder()
 
-    package init(statement: any PreparedStatement, typeName: String, layout: ModelLayout?, readsRowAsOneValue: Bool = false) {
+    package init(statement: any PreparedStatement, typeName: String, layout: ModelLayout?) {
         self.statement = statement
-        self.readsRowAsOneValue = readsRowAsOneValue
         columnSource = (statement as? any RowDecodingStatement)?.columnSource
         self.typeName = typeName
         self.layout = layout
@@ -99,24 +98,16 @@ package final class DecodingContext {
         return true
     }
 
-    /// The current row as a `T`. A type the mapper reads from one column itself (a `Date`, or a
-    /// `DatabaseValueConvertible` such as `Data` or `UUID`) is read from the first column by the mapper's rules:
-    /// its own `init(from:)` would read a `Date` as seconds since 2001, and refuses ISO-8601 text.
-    @inlinable
-    func decodeRow<T: Decodable>(_ type: T.Type, _ decoder: any Decoder) throws -> T {
-        guard readsRowAsOneValue else { return try T(from: decoder) }
-        return try decodeRowAsOneValue(T.self)
-    }
-
+    /// The current row as a `T` the mapper reads from the first column itself (`readsRowAsOneValue`).
     @usableFromInline
     func decodeRowAsOneValue<T: Decodable>(_ type: T.Type) throws -> T {
         try ColumnDecoder(context: self, column: 0, key: statement.layout.names.first ?? "").decode(T.self)
     }
 
-    /// Whether rows are read as one value of the type being decoded (`decodeRow`).
-    @usableFromInline let readsRowAsOneValue: Bool
-
-    /// Whether the mapper reads a row as one value of `type` itself (see `decodeRow`).
+    /// Whether a whole row read as `type` is read by the mapper from its first column: a `Date`, or a
+    /// `DatabaseValueConvertible` such as `Data` or `UUID`. Their own `init(from:)` would read a `Date` as seconds
+    /// since 2001 and refuse ISO-8601 text.
+    @inlinable
     static func readsRowAsOneValue<T>(_ type: T.Type) -> Bool {
         T.self == Date.self || T.self is any DatabaseValueConvertible.Type
     }

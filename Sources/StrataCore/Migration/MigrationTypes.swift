@@ -92,11 +92,19 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
              planChanged = "plan-changed"
         /// The database's backend is not one the manifest has migrations for (every migration is marked for another).
         case backend
+        /// The database cannot be written (a read-only file, a hot standby).
+        case readOnly = "read-only"
     }
 
     public let reason: Reason
     public let id: String
     public let message: String
+
+    public init(reason: Reason, id: String, message: String) {
+        self.reason = reason
+        self.id = id
+        self.message = message
+    }
 
     public var description: String { message }
 }
