@@ -92,6 +92,8 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
              planChanged = "plan-changed"
         /// The database's backend is not one the manifest has migrations for (every migration is marked for another).
         case backend
+        /// The database cannot load a seed the way its mode says (`SQLDialect.seedRefusal`).
+        case seedMode = "seed-mode"
     }
 
     public let reason: Reason
