@@ -173,10 +173,9 @@ extension PostgresConnection: MigrationDatabase {
     /// PostgreSQL has rolled back by the time a failed statement returns.
     public func finishRollback() throws {}
 
-    /// Seeds on PostgreSQL (`COPY`) are being built; until then a seed step is refused before it writes anything.
+    /// Seeds load with `COPY` (`PostgresSeedSink`), inside the step's transaction.
     public func seedTarget(_ seed: SeedStep) throws -> any SeedTarget {
-        throw DatabaseError(kind: .misuse, code: nil,
-                            message: "seeds cannot be loaded into PostgreSQL by this build of Strata; nothing of \(seed.id) was written")
+        try PostgresSeedTarget(connection: self, step: seed)
     }
 }
 

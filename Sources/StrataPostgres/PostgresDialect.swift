@@ -39,4 +39,13 @@ public struct PostgresDialect: SQLDialect {
     public func lint(_ bytes: [UInt8], insideTransaction: Bool) -> [LintFinding] {
         PostgresLint.findings(in: bytes, insideTransaction: insideTransaction)
     }
+
+    /// `replace` overwrites whichever row a file row conflicts with — on any PRIMARY KEY or UNIQUE constraint when
+    /// no key is given — and gives the columns the file lacks their defaults (SQLite's `ON CONFLICT DO UPDATE`
+    /// without a target). PostgreSQL's `ON CONFLICT DO UPDATE` must name one conflict target, and Strata does not
+    /// load a seed by other rules than its mode says; so the seed is refused before anything runs.
+    public func seedRefusal(_ seed: SeedStep) -> String? {
+        guard seed.mode == .replace else { return nil }
+        return "seed \(seed.id): mode=\"replace\" cannot be loaded into PostgreSQL: replace overwrites whichever row a file row conflicts with on any PRIMARY KEY or UNIQUE constraint and resets the columns the file lacks to their defaults, as SQLite's ON CONFLICT DO UPDATE does; PostgreSQL's ON CONFLICT DO UPDATE must name one key, so no statement there does the same. Use mode=\"upsert\" with key=\"…\" (columns the file lacks keep their values) or mode=\"sync\""
+    }
 }

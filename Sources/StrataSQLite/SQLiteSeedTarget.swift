@@ -21,8 +21,10 @@ final class SQLiteSeedTarget: SeedTarget {
 }
 
 /// A seed's rows into SQLite: batches of rows through one multi-row `INSERT` (a third less time in SQLite than
-/// row by row), with SQLite's `ON CONFLICT` for each mode, and for sync mode a temporary table of the file's keys.
-/// A refused batch is replayed row by row from the values it holds, to name the row SQLite refuses.
+/// row by row), with SQLite's `ON CONFLICT` for each mode. In the modes that match rows by key, a temporary table
+/// per key records the file's keys as rows arrive, so a key the file repeats is refused naming both lines and sync
+/// knows which rows to keep. A refused batch is replayed row by row from the values it holds, to name the row
+/// SQLite refuses.
 final class SQLiteSeedSink: SeedSink {
     /// Rows per multi-row INSERT; measured here, 64 beat 32 by a few percent.
     static let maximumBatch = 64
@@ -37,8 +39,10 @@ final class SQLiteSeedSink: SeedSink {
     private let batchSize: Int
     private let single: Statement
     private let batch: Statement?
-    private var keyInsert: Statement?
     private let keyIndexes: [Int]
+    /// The keys whose values the file may not repeat, as indexes into the file's columns, with the statements that
+    /// record a row's key (`INSERT … ON CONFLICT DO NOTHING`) and find the line that recorded it first.
+    private var trackedKeys: [(columns: [Int], record: Statement, find: Statement)] = []
     /// A constraint's own conflict clause applies to a statement that states none: REPLACE would delete the
     /// conflicting row (cascading into other tables) and IGNORE drop the file's row in silence. On such a table
     /// the statement says OR ABORT, which overrides them; the ON CONFLICT target still decides for the key.
@@ -54,7 +58,7 @@ final class SQLiteSeedSink: SeedSink {
     /// rows are replayed. (Without triggers SQLite undoes a failed statement whole by itself: the seed states
     /// `OR ABORT` where a constraint says FAIL.)
     private let guardsBatches: Bool
-    private var createdKeyTable = false
+    private var keyTables = 0
 
     /// The statement `append` binds into: the batch statement, or the single-row one when rows go one at a time.
     private let bindTarget: Statement
@@ -85,8 +89,7 @@ final class SQLiteSeedSink: SeedSink {
             SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger')
                 OR EXISTS (SELECT 1 FROM sqlite_temp_schema WHERE type = 'trigger')
             """, as: Bool.self) ?? true
-        // Sync mode records each row's key as it goes, so it stays row by row.
-        batchSize = step.mode == .sync ? 1 : max(1, min(Self.maximumBatch, database.dialect.maximumParameters / max(width, 1)))
+        batchSize = max(1, min(Self.maximumBatch, database.dialect.maximumParameters / max(width, 1)))
         values = .allocate(capacity: max(batchSize * width, 1))
         values.initialize(repeating: .null, count: max(batchSize * width, 1))
         lines = .allocate(capacity: batchSize)
@@ -101,9 +104,28 @@ final class SQLiteSeedSink: SeedSink {
         self.single = single
         self.batch = batch
         bindTarget = batch ?? single
-        keyInsert = nil
-        if step.mode == .sync {
-            keyInsert = try keyRecorder(keyColumns: keyIndexes.map { columns[$0] })
+        for key in try Self.keysTheFileMayNotRepeat(step, columns: columns, keyIndexes: keyIndexes, database: database) {
+            let (record, find) = try keyRecorder(keyColumns: key.map { columns[$0] }, table: "strata_seed_keys_\(keyTables)")
+            trackedKeys.append((key, record, find))
+        }
+    }
+
+    /// In `upsert` and `sync`, and in `replace` with a key, the key: a second row with the same key would update
+    /// the row the first one wrote. In `replace` without one, every PRIMARY KEY or UNIQUE column set of the table
+    /// that the file has all of, since a row conflicting with an earlier one on any of them overwrites it.
+    private static func keysTheFileMayNotRepeat(_ step: SeedStep, columns: [ColumnInfo], keyIndexes: [Int],
+                                                database: Database) throws -> [[Int]] {
+        switch step.mode {
+        case .insert, .ignore:
+            return []
+        case .upsert, .sync:
+            return [keyIndexes]
+        case .replace:
+            guard keyIndexes.isEmpty else { return [keyIndexes] }
+            return try database.uniqueKeys(in: step.table).compactMap { key in
+                let indexes = key.compactMap { name in columns.firstIndex { sqliteNamesEqual($0.name, name) } }
+                return indexes.count == key.count ? indexes : nil
+            }
         }
     }
 
@@ -118,6 +140,7 @@ final class SQLiteSeedSink: SeedSink {
     }
 
     func append(_ row: UnsafePointer<ColumnValue>, line: Int, offset: Int) throws {
+        for key in trackedKeys { try record(key, of: row, line: line, offset: offset) }
         let base = held &* width
         let statement = bindTarget
         for index in 0..<width {
@@ -174,7 +197,28 @@ final class SQLiteSeedSink: SeedSink {
     }
 
     func close() {
-        if createdKeyTable { try? database.execute("DROP TABLE IF EXISTS temp.strata_sync_keys") }
+        for index in 0..<keyTables { try? database.execute("DROP TABLE IF EXISTS temp.strata_seed_keys_\(index)") }
+    }
+
+    /// Records the row's key; a key recorded before is refused, naming the line that has it first. The values are
+    /// the row's as converted, compared with the table column's affinity and collation, as its index would.
+    private func record(_ key: (columns: [Int], record: Statement, find: Statement), of row: UnsafePointer<ColumnValue>,
+                        line: Int, offset: Int) throws {
+        for (position, index) in key.columns.enumerated() {
+            bind(row[index], to: key.record, at: Int32(position + 1))
+        }
+        key.record.bind(int64: Int64(line), at: Int32(key.columns.count + 1))
+        try key.record.run()
+        guard database.changes == 0 else { return }
+        for (position, index) in key.columns.enumerated() {
+            bind(row[index], to: key.find, at: Int32(position + 1))
+        }
+        var first = line
+        if try key.find.step(), case .integer(let recorded) = key.find.value(at: 0) { first = Int(recorded) }
+        key.find.reset()
+        throw SeedRejection(cause: .duplicateKey(firstLine: first, columns: key.columns.map { names[$0] }),
+                            line: line, offset: offset,
+                            error: DatabaseError(kind: .constraint, code: nil, message: "a key repeated in the file"))
     }
 
     /// Runs the single-row statement for held row `row` (binding its values first unless `bound`), and in sync mode
@@ -187,12 +231,6 @@ final class SQLiteSeedSink: SeedSink {
         do {
             try single.run()
             if countsSkips { counters[2] += 1 - database.changes }
-            if let keyInsert {
-                for (position, index) in keyIndexes.enumerated() {
-                    bind(values[base + index], to: keyInsert, at: Int32(position + 1))
-                }
-                try keyInsert.run()
-            }
         } catch let error as DatabaseError {
             try stopIfTransactionLost(error, row: row)
             throw SeedRejection(cause: .row, line: lines[row], offset: offsets[row], error: error)
@@ -230,20 +268,25 @@ final class SQLiteSeedSink: SeedSink {
         }
     }
 
-    /// Each key column keeps the table column's affinity and collation, so the delete compares keys as the
-    /// table's UNIQUE index does and can search the temporary index.
-    private func keyRecorder(keyColumns: [ColumnInfo]) throws -> Statement {
+    /// A temporary table of one key's values and the line each came from. Each key column keeps the table
+    /// column's affinity and collation, so keys compare as the table's UNIQUE index compares them (and sync's
+    /// delete can search the temporary index). Returns the statements that record a key and find its line.
+    private func keyRecorder(keyColumns: [ColumnInfo], table: String) throws -> (record: Statement, find: Statement) {
         let definitions = try keyColumns.enumerated().map { position, column in
             let affinity = column.affinity == .blob ? "" : " " + column.affinity.rawValue.uppercased()
             let collation = try database.collation(of: column.name, in: step.table) ?? "BINARY"
             return "k\(position)\(affinity) COLLATE \(quoteIdentifier(collation))"
         }
-        try database.execute("DROP TABLE IF EXISTS temp.strata_sync_keys")
-        createdKeyTable = true
-        try database.execute("CREATE TEMP TABLE strata_sync_keys (" + definitions.joined(separator: ", ") + ")")
-        try database.execute("CREATE INDEX temp.strata_sync_keys_index ON strata_sync_keys ("
-                             + keyColumns.indices.map { "k\($0)" }.joined(separator: ", ") + ")")
-        return try database.prepare("INSERT INTO temp.strata_sync_keys VALUES (" + keyColumns.map { _ in "?" }.joined(separator: ", ") + ")")
+        let keys = keyColumns.indices.map { "k\($0)" }
+        try database.execute("DROP TABLE IF EXISTS temp.\(table)")
+        keyTables += 1
+        try database.execute("CREATE TEMP TABLE \(table) (" + definitions.joined(separator: ", ") + ", line INTEGER)")
+        try database.execute("CREATE UNIQUE INDEX temp.\(table)_index ON \(table) (" + keys.joined(separator: ", ") + ")")
+        let record = try database.prepare("INSERT INTO temp.\(table) VALUES (" + keyColumns.map { _ in "?" }.joined(separator: ", ")
+                                          + ", ?) ON CONFLICT DO NOTHING")
+        let find = try database.prepare("SELECT line FROM temp.\(table) WHERE "
+                                        + keys.enumerated().map { "\($1) = ?\($0 + 1)" }.joined(separator: " AND "))
+        return (record, find)
     }
 
     private func deleteRowsNotRecorded(keyColumns keyNames: [String]) throws {
@@ -261,9 +304,10 @@ final class SQLiteSeedSink: SeedSink {
         SeedError(file: displayPath(step.path), line: nil, column: nil, message: message)
     }
 
-    /// `EXISTS (…)`: true when the row `alias` refers to has its key among the file's keys.
+    /// `EXISTS (…)`: true when the row `alias` refers to has its key among the file's keys (sync's key, the first
+    /// recorded).
     private static func inFile(_ alias: String, _ keyNames: [String]) -> String {
-        "EXISTS (SELECT 1 FROM temp.strata_sync_keys WHERE "
+        "EXISTS (SELECT 1 FROM temp.strata_seed_keys_0 WHERE "
             + keyNames.enumerated().map { "\(alias).\(quoteIdentifier($1)) = k\($0)" }.joined(separator: " AND ") + ")"
     }
 

@@ -70,6 +70,9 @@ extension TestBackend {
         case models
         /// CSV seeds.
         case seeds
+        /// Seeds with `mode="replace"` (SQLite's REPLACE; PostgreSQL refuses the mode at plan time, see
+        /// `PostgresSeedingTests`).
+        case replaceMode
         /// A database size limit a test can set, to fail writes as a full disk does (SQLite: `max_page_count`).
         case sizeLimit
         /// A way to make every COMMIT fail (SQLite: a commit hook).
@@ -79,9 +82,9 @@ extension TestBackend {
     }
 
     func has(_ capability: Capability) -> Bool {
-        switch kind {
-        case .sqlite: true
-        case .postgres: false
+        switch (kind, capability) {
+        case (.sqlite, _), (.postgres, .seeds): true
+        case (.postgres, _): false
         }
     }
 }

@@ -111,7 +111,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testNotNullColumnGetsAClearErrorInsteadOfASilentDefault() throws {
-        try forEachBackend(needing: .seeds) { backend in
+        try forEachBackend(needing: .seeds, .replaceMode) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL DEFAULT 'x');",
                                       seeds: #"<seed file="csv/t.csv" table="t" mode="replace"/>"#,
                                       files: ["csv/t.csv": "id,name\n1,a\n2,\n"])
@@ -199,7 +199,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testIgnoreUpsertReplaceAndSyncModes() throws {
-        try forEachBackend(needing: .seeds) { backend in
+        try forEachBackend(needing: .seeds, .replaceMode) { backend in
             let schema = "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER, extra TEXT DEFAULT 'kept'); INSERT INTO t VALUES ('a', 0, 'old'), ('z', 9, 'old');"
             let file = ["csv/t.csv": "code,v\na,1\nb,2\n"]
             let expectations: [(String, [[DatabaseValue]])] = [
@@ -228,7 +228,7 @@ final class SeedingTests: XCTestCase {
         """
 
     func testReplaceDoesNotDeleteChildRowsOfReplacedParents() throws {
-        try forEachBackend(needing: .seeds) { backend in
+        try forEachBackend(needing: .seeds, .replaceMode) { backend in
             let project = try project(backend, schema: Self.authorsAndBooks, seeds: #"<seed file="csv/a.csv" table="author" mode="replace"/>"#,
                                       files: ["csv/a.csv": "id,name\n1,Ursula K. Le Guin\n2,N. K. Jemisin\n3,Butler\n"])
             let report = try migrate(project)
@@ -242,7 +242,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testReplaceConflictingWithTwoRowsIsAnErrorNotTwoDeletions() throws {
-        try forEachBackend(needing: .seeds) { backend in
+        try forEachBackend(needing: .seeds, .replaceMode) { backend in
             let project = try project(backend, schema: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, code TEXT UNIQUE, v TEXT);
                 INSERT INTO t VALUES (1, 'a', 'one'), (2, 'b', 'two');

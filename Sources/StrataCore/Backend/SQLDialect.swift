@@ -18,6 +18,15 @@ public protocol SQLDialect: Sendable {
     /// that cannot run inside a transaction (when `insideTransaction`), writes to Strata's history, and text the
     /// database would not run to its end. Lines and columns are 1-based, within `bytes`.
     func lint(_ bytes: [UInt8], insideTransaction: Bool) -> [LintFinding]
+    /// Why this database cannot load `seed` as the manifest asks (a mode it has no statement for), or nil when it
+    /// can. Asked when a plan is made, so such a seed is refused before anything runs, never half-way through a
+    /// run; and by `validate`, without a database.
+    func seedRefusal(_ seed: SeedStep) -> String?
+}
+
+extension SQLDialect {
+    /// Every seed the manifest can describe loads as it says.
+    public func seedRefusal(_ seed: SeedStep) -> String? { nil }
 }
 
 /// One problem `SQLDialect.lint` found in a migration's text.

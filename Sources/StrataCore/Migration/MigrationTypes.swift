@@ -94,6 +94,8 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         case backend
         /// The database cannot be written (a read-only file, a hot standby).
         case readOnly = "read-only"
+        /// The database cannot load a seed the way its mode says (`SQLDialect.seedRefusal`).
+        case seedMode = "seed-mode"
     }
 
     public let reason: Reason

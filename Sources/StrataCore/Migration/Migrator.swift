@@ -59,7 +59,12 @@ public struct Migrator {
         for backend in manifest.validatedBackends {
             let migrations = manifest.migrations(for: backend)
             add(lintWarnings(migrations), to: &warnings)
-            add(lint(migrations, dialect: dialect(backend)), to: &problems)
+            let dialect = dialect(backend)
+            add(lint(migrations, dialect: dialect), to: &problems)
+            add(manifest.plan(for: backend).compactMap { step in
+                guard case .seed(let seed) = step, let reason = dialect.seedRefusal(seed) else { return nil }
+                return ManifestProblem(seed.location, reason)
+            }, to: &problems)
         }
         return (problems, warnings)
     }
@@ -188,6 +193,9 @@ public struct Migrator {
                 }
                 steps.append(PlannedStep(step: step, reason: status.state == .changed ? .reapply : .pending,
                                          rowCount: forMigrate ? nil : try? SeedLoader.countRows(seed)))
+                if let reason = database.dialect.seedRefusal(seed) {
+                    refusals.append(Refusal(reason: .seedMode, id: seed.id, message: "\(reason) (\(seed.location))"))
+                }
             }
         }
         // Only files about to run are read: applied ones were checked before they ran.

@@ -5,6 +5,8 @@ struct FieldPlan {
     let isNotNull: Bool
     /// A key column of a mode that matches rows by key (worded differently when NULL).
     var isKey = false
+    /// Digits of fractional seconds a datetime may have (`SeedConversion.fractionDigits`).
+    var fractionDigits = 9
 }
 
 /// Converts the fields of CSV records as their columns ask and hands them to a seed sink. A noncopyable value used
@@ -68,6 +70,26 @@ struct FieldConverter: ~Copyable {
         switch kind {
         case .text, .untyped:
             return .text(bytes)
+        case .integerText(let minimum, let maximum):
+            guard let value = FieldParser.integer(bytes), value >= minimum, value <= maximum else {
+                throw conversion(reader, index, kind)
+            }
+            return .text(bytes)
+        case .realText(let single):
+            guard let value = FieldParser.real(bytes), !single || abs(value) <= Double(Float.greatestFiniteMagnitude) else {
+                throw conversion(reader, index, kind)
+            }
+            return .text(bytes)
+        case .decimalText(let scale):
+            guard let needed = FieldParser.decimalScale(bytes), needed <= scale ?? .max else {
+                throw conversion(reader, index, kind)
+            }
+            return .text(bytes)
+        case .limitedText(let maximum, let countsBytes):
+            guard (countsBytes ? bytes.count : FieldParser.scalarCount(bytes)) <= maximum else {
+                throw conversion(reader, index, kind)
+            }
+            return .text(bytes)
         case .integer:
             guard let value = FieldParser.integer(bytes) else { throw conversion(reader, index, kind) }
             return .integer(value)
@@ -99,6 +121,11 @@ struct FieldConverter: ~Copyable {
             if isDate && (inputUnix ? instant.seconds % 86_400 != 0 : instant.hasTime) {
                 throw conversion(reader, index, kind)
             }
+            // A column that keeps fewer digits of a second would round the moment; refused instead.
+            if plan.fractionDigits < 9, instant.nanoseconds % Self.nanosecondsPerUnit[max(plan.fractionDigits, 0)] != 0 {
+                throw SeedError(file: file, line: reader.recordLine, column: nil,
+                                message: "column '\(names[index])': \(Self.display(reader, index)) has more digits of a second than the column keeps (\(plan.fractionDigits)); it would be rounded")
+            }
             switch storage {
             case .unix:
                 if instant.nanoseconds == 0 { return .integer(instant.seconds) }
@@ -117,6 +144,9 @@ struct FieldConverter: ~Copyable {
             }
         }
     }
+
+    /// Nanoseconds in the last unit a column with 0…8 fractional digits keeps.
+    private static let nanosecondsPerUnit: [Int32] = [1_000_000_000, 100_000_000, 10_000_000, 1_000_000, 100_000, 10_000, 1000, 100, 10]
 
     @inline(__always)
     private func isNullToken(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -71,10 +71,11 @@ struct SeedLoader {
         var seen = Set<String>()
         for name in header {
             guard !name.isEmpty else { throw failure(reader.recordLine, "the header has an empty column name") }
-            guard seen.insert(name.sqliteFolded).inserted else { throw failure(reader.recordLine, "the header names '\(name)' twice") }
-            if let column = tableColumns.named(name) {
+            if let column = try Self.column(named: name, in: tableColumns, failure: { failure(reader.recordLine, $0) }) {
+                guard seen.insert(column.name).inserted else { throw failure(reader.recordLine, "the header names '\(name)' twice") }
                 targets.append(column)
             } else {
+                guard seen.insert(name.sqliteFolded).inserted else { throw failure(reader.recordLine, "the header names '\(name)' twice") }
                 unknown.append(name)
             }
         }
@@ -82,12 +83,21 @@ struct SeedLoader {
             throw failure(reader.recordLine, "the header names \(unknown.count == 1 ? "a column" : "columns") not in table '\(step.table)': "
                           + unknown.joined(separator: ", ") + " (the table has: " + tableColumns.map(\.name).joined(separator: ", ") + ")")
         }
-        for configured in step.columns where !seen.contains(configured.name.sqliteFolded) {
-            throw SeedError(file: step.location.path, line: step.location.line, column: nil,
-                            message: "<column name=\"\(configured.name)\"> is not in the header of \(file)")
+        // Each `<column>` and key column is found among the header's columns as header names are in the table.
+        var configured: [Int: SeedColumn] = [:]
+        for column in step.columns {
+            let manifestFailure = { (message: String) in
+                SeedError(file: step.location.path, line: step.location.line, column: nil, message: message)
+            }
+            guard let match = try Self.column(named: column.name, in: targets, failure: manifestFailure),
+                  let index = targets.firstIndex(of: match) else {
+                throw manifestFailure("<column name=\"\(column.name)\"> is not in the header of \(file)")
+            }
+            configured[index] = column
         }
         let keyIndexes = try step.key.map { key -> Int in
-            guard let index = targets.firstIndex(where: { sqliteNamesEqual($0.name, key) }) else {
+            guard let match = try Self.column(named: key, in: targets, failure: { failure(reader.recordLine, $0) }),
+                  let index = targets.firstIndex(of: match) else {
                 throw failure(reader.recordLine, "key column '\(key)' is not in the header")
             }
             return index
@@ -95,11 +105,11 @@ struct SeedLoader {
         // A NULL never equals anything, so a row with a NULL key would never match the row it is meant to
         // update (a duplicate each time) and a sync would keep every stale row; key columns are refused NULL.
         let keyMatches = step.mode == .upsert || step.mode == .sync || ((step.mode == .ignore || step.mode == .replace) && !step.key.isEmpty)
-        let plans = targets.enumerated().map { index, target in
+        let plans = try targets.enumerated().map { index, column in
             let isKey = keyMatches && keyIndexes.contains(index)
-            return FieldPlan(kind: ValueKind(column: step.columns.first { sqliteNamesEqual($0.name, target.name) },
-                                             declaredType: target.declaredType, affinity: target.affinity),
-                             isNotNull: target.isNotNull || isKey, isKey: isKey)
+            let conversion = try target.conversion(of: column, configured: configured[index])
+            return FieldPlan(kind: conversion.kind, isNotNull: column.isNotNull || isKey, isKey: isKey,
+                             fractionDigits: conversion.fractionDigits)
         }
         let sink: any SeedSink
         do {
@@ -128,12 +138,13 @@ struct SeedLoader {
             progress?(rows, reader.totalBytes, reader.totalBytes)
             return (written, try reader.checksum())
         } catch let rejection as SeedRejection {
-            throw try describe(rejection, keyIndexes: keyIndexes, header: header)
+            throw try describe(rejection, keyIndexes: keyIndexes, header: header, targets: targets)
         }
     }
 
     /// The error for rows the database refused, naming the row's line and key as the file has them.
-    private func describe(_ rejection: SeedRejection, keyIndexes: [Int], header: [String]) throws -> SeedError {
+    private func describe(_ rejection: SeedRejection, keyIndexes: [Int], header: [String],
+                          targets: [ColumnInfo]) throws -> SeedError {
         let file = displayPath(step.path)
         switch rejection.cause {
         case .transactionLost:
@@ -141,15 +152,52 @@ struct SeedLoader {
                              message: "\(target.databaseName) rolled the transaction back after: \(rejection.error.message); nothing of this seed was kept")
         case .batch:
             return SeedError(file: file, line: rejection.line, column: nil, message: "rows rejected: \(rejection.error.message)")
-        case .row:
-            // The row is read again from its offset, to show its key as the file writes it.
+        case .row, .duplicateKey:
+            // The row is read again from its offset (or from an earlier row's, reading on past `rowsAfter` data
+            // rows as `load` counts them), to show its key or value as the file writes it.
             let again = try CSVReader(path: step.path, displayName: file, delimiter: step.delimiter,
                                       offset: rejection.offset, line: rejection.line)
-            guard try readRecord(again), again.fieldCount == header.count else {
-                return SeedError(file: file, line: rejection.line, column: nil, message: "row rejected: \(rejection.error.message)")
+            var remaining = rejection.rowsAfter
+            while true {
+                guard try readRecord(again) else {
+                    return SeedError(file: file, line: nil, column: nil, message: "row rejected: \(rejection.error.message)")
+                }
+                if header.count > 1 && Self.isBlankLine(again) { continue }
+                if remaining == 0 { break }
+                remaining -= 1
+            }
+            guard again.fieldCount == header.count else {
+                return SeedError(file: file, line: again.recordLine, column: nil, message: "row rejected: \(rejection.error.message)")
+            }
+            if case .duplicateKey(let firstLine, let columns) = rejection.cause {
+                let key = columns.map { name in
+                    targets.firstIndex { $0.name == name }.map { "\(header[$0]) = \(FieldConverter.display(again, $0))" } ?? name
+                }.joined(separator: ", ")
+                return SeedError(file: file, line: again.recordLine, column: nil,
+                                 message: "key (\(key)) is also on line \(firstLine): with mode=\"\(step.mode.rawValue)\" each key may appear once in the file (the later row would overwrite the earlier without a word)")
+            }
+            if let name = rejection.column, let index = targets.firstIndex(where: { $0.name == name }) {
+                // The database refused this value (PostgreSQL parses what Strata passes on as text).
+                let type = targets[index].declaredType.isEmpty ? "value of its type" : targets[index].declaredType
+                return SeedError(file: file, line: again.recordLine, column: nil,
+                                 message: "column '\(header[index])': \(FieldConverter.display(again, index)) is not a valid \(type) (\(target.databaseName): \(rejection.error.message))")
             }
             return rejected(again, keyIndexes, header, rejection.error)
         }
+    }
+
+    /// The table column `name` (from the file's header or the manifest) means: the one spelled exactly so, else
+    /// the one equal to it ignoring ASCII case, as SQLite compares names; nil when there is none. PostgreSQL keeps
+    /// `id` and `ID` apart, so a name that matches several columns only by case is refused rather than guessed.
+    private static func column(named name: String, in columns: [ColumnInfo],
+                               failure: (String) -> SeedError) throws -> ColumnInfo? {
+        if let exact = columns.first(where: { $0.name == name }) { return exact }
+        let matches = columns.filter { sqliteNamesEqual($0.name, name) }
+        guard matches.count <= 1 else {
+            throw failure("'\(name)' matches the columns " + matches.map { "'\($0.name)'" }.joined(separator: " and ")
+                          + " only by letter case; write the name exactly as the column's")
+        }
+        return matches.first
     }
 
     private func readRecord(_ reader: CSVReader) throws -> Bool {

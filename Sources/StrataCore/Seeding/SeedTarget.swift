@@ -7,6 +7,16 @@ public protocol SeedTarget: AnyObject {
     /// A sink writing rows of `columns` (the file's header, in order) as the seed's mode asks, matching rows by
     /// the columns at `keyIndexes`. Fails (a `DatabaseError`) when those columns are not a key of the table.
     func sink(columns: [ColumnInfo], keyIndexes: [Int]) throws -> any SeedSink
+    /// How the fields of `column` are converted, given the seed's `<column>` for it (`configured`), if any. The
+    /// default is SQLite's rules (`SeedConversion.standard`); a backend whose types say more (ranges, lengths,
+    /// precision) checks that too. Throws a `SeedError` for a `<column type>` the column cannot take without loss.
+    func conversion(of column: ColumnInfo, configured: SeedColumn?) throws -> SeedConversion
+}
+
+extension SeedTarget {
+    public func conversion(of column: ColumnInfo, configured: SeedColumn?) throws -> SeedConversion {
+        .standard(for: column, configured: configured)
+    }
 }
 
 /// Where a seed's converted rows go. The seeder reads the file and converts each field as its column asks; the sink
@@ -33,18 +43,30 @@ public struct SeedRejection: Error {
         /// The database rolled the whole transaction back after an error (disk full, I/O error): nothing of the
         /// seed is kept, and no later row may run on its own.
         case transactionLost
+        /// This row has the same values in the key `columns` (table column names) as the row at `firstLine`: in a
+        /// mode that matches rows by key, the later row would overwrite the earlier without a word.
+        case duplicateKey(firstLine: Int, columns: [String])
     }
 
     public let cause: Cause
-    /// The row's (or the batch's first row's) line and byte offset in the file.
+    /// The row's (or the batch's first row's) line and byte offset in the file; with `rowsAfter`, those of a row
+    /// before it.
     public let line: Int
     public let offset: Int
+    /// How many data rows after the row at `line` the refused row is. A sink that streams rows and hears of a
+    /// refusal only later (PostgreSQL's COPY names the row by its number) keeps the place of every thousandth
+    /// row, not of each; the seeder reads on from there to the row.
+    public let rowsAfter: Int
+    /// The column whose value the database refused, when it named one (a table column's name).
+    public let column: String?
     public let error: DatabaseError
 
-    public init(cause: Cause, line: Int, offset: Int, error: DatabaseError) {
+    public init(cause: Cause, line: Int, offset: Int, rowsAfter: Int = 0, column: String? = nil, error: DatabaseError) {
         self.cause = cause
         self.line = line
         self.offset = offset
+        self.rowsAfter = rowsAfter
+        self.column = column
         self.error = error
     }
 }

@@ -1,24 +1,36 @@
 import Foundation
 
 /// How blob fields are written in CSV.
-enum BlobFormat: Equatable {
+package enum BlobFormat: Equatable, Sendable {
     /// `\x…` is hex, anything else base64.
     case automatic, hex, base64
 }
 
 /// How one CSV column's text becomes a bound SQL value. A trivial enum, so the per-field switch costs no
 /// reference counting.
-enum ValueKind: Equatable {
+package enum ValueKind: Equatable, Sendable {
     case integer, real, numeric, text, boolean
     /// Text stored as written (a column declared without a type).
     case untyped
     case blob(BlobFormat)
     case date(inputUnix: Bool, storage: SeedColumn.DateStorage)
     case datetime(inputUnix: Bool, storage: SeedColumn.DateStorage)
+    // The kinds below check the field and pass its text on unchanged, for a database that parses text itself
+    // (PostgreSQL's COPY): the text is exactly what the file says, so nothing is lost to a conversion.
+    /// `[+-]digits` within `minimum...maximum` (a column's integer type).
+    case integerText(minimum: Int64, maximum: Int64)
+    /// A real number as `real` accepts it, within a 4-byte float's range when `single`.
+    case realText(single: Bool)
+    /// An exact number: `[+-]digits[.digits][e±digits]` of any length, with no more digits after the point
+    /// than `scale` when there is one (the column would round them away).
+    case decimalText(scale: Int?)
+    /// Text of at most `maximum` characters (Unicode scalars), or bytes when `bytes`: the column's length limit,
+    /// checked here because the database would cut trailing spaces silently.
+    case limitedText(maximum: Int, bytes: Bool)
 
     /// The kind for a column: the seed's `<column type=…>` if given, else the table's declared type, classified
     /// by the database's dialect (`affinity`).
-    init(column: SeedColumn?, declaredType: String, affinity: Affinity) {
+    package init(column: SeedColumn?, declaredType: String, affinity: Affinity) {
         let inputUnix = column?.format == "unix"
         let storage = column?.storage ?? .text
         if let type = column?.type {
@@ -52,14 +64,40 @@ enum ValueKind: Equatable {
     var name: String {
         switch self {
         case .integer: "an integer"
+        case .integerText(let minimum, let maximum):
+            minimum == .min && maximum == .max ? "an integer" : "an integer from \(minimum) to \(maximum)"
         case .real: "a real number"
+        case .realText(let single): single ? "a real number (within real's range, about ±3.4e38)" : "a real number"
         case .numeric: "a number"
+        case .decimalText(let scale): scale.map { "a number with at most \($0) digit\($0 == 1 ? "" : "s") after the point" } ?? "a number"
+        case .limitedText(let maximum, let bytes): "text of at most \(maximum) \(bytes ? "byte" : "character")\(maximum == 1 ? "" : "s")"
         case .text, .untyped: "text"
         case .boolean: "a boolean (1/0, true/false, yes/no, t/f)"
         case .blob(let format): format == .hex ? "hex bytes" : format == .base64 ? "base64 bytes" : "bytes (\\x… hex or base64)"
         case .date(let unix, _): unix ? "unix seconds" : "an ISO-8601 date (YYYY-MM-DD)"
         case .datetime(let unix, _): unix ? "unix seconds" : "an ISO-8601 datetime (e.g. 2010-12-01T21:35:43+0900)"
         }
+    }
+}
+
+/// How a seed converts the fields of one column, chosen by the seed's target (`SeedTarget.conversion(of:configured:)`):
+/// SQLite's rules by default, a backend's own where its types say more (PostgreSQL's integer ranges, exact
+/// numerics, length limits, timestamp precision).
+public struct SeedConversion: Sendable, Equatable {
+    package let kind: ValueKind
+    /// Digits of fractional seconds the column keeps: a datetime with more is refused rather than rounded by the
+    /// database. 9 (nanoseconds, every digit a file may hold) checks nothing.
+    package let fractionDigits: Int
+
+    package init(kind: ValueKind, fractionDigits: Int = 9) {
+        self.kind = kind
+        self.fractionDigits = fractionDigits
+    }
+
+    /// The conversion SQLite's rules give: the seed's `<column type=…>` (`configured`) if any, else the column's
+    /// declared type as the README's Seeds section describes.
+    public static func standard(for column: ColumnInfo, configured: SeedColumn?) -> SeedConversion {
+        SeedConversion(kind: ValueKind(column: configured, declaredType: column.declaredType, affinity: column.affinity))
     }
 }
 
@@ -141,6 +179,58 @@ enum FieldParser {
             guard end == start + count, value.isFinite else { return nil }
             return value
         }
+    }
+
+    /// `[+-]digits[.digits][e[+-]digits]` (or `.5`) of any length, as an exact numeric type reads it: how many
+    /// digits after the point the value needs (0 for a whole number, negative when it ends in zeros before the
+    /// point), or nil when the text is not such a number.
+    static func decimalScale(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        let count = bytes.count
+        var index = 0
+        guard count > 0 else { return nil }
+        if bytes[0] == UInt8(ascii: "-") || bytes[0] == UInt8(ascii: "+") { index = 1 }
+        var digits = 0
+        var fraction = 0
+        var trailingZeros = 0
+        var isZero = true
+        func digit(_ byte: UInt8, inFraction: Bool) {
+            digits += 1
+            if inFraction { fraction += 1 }
+            if byte == UInt8(ascii: "0") { trailingZeros += 1 } else { trailingZeros = 0; isZero = false }
+        }
+        while index < count, bytes[index] &- 48 < 10 { digit(bytes[index], inFraction: false); index += 1 }
+        if index < count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            while index < count, bytes[index] &- 48 < 10 { digit(bytes[index], inFraction: true); index += 1 }
+        }
+        guard digits > 0 else { return nil }
+        var exponent = 0
+        if index < count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            var negative = false
+            if index < count, bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") {
+                negative = bytes[index] == UInt8(ascii: "-")
+                index += 1
+            }
+            var exponentDigits = 0
+            while index < count, bytes[index] &- 48 < 10 {
+                // Clamped: an exponent this large overflows any numeric, which the database reports itself.
+                exponent = min(exponent * 10 + Int(bytes[index] &- 48), 1_000_000_000)
+                exponentDigits += 1
+                index += 1
+            }
+            guard exponentDigits > 0 else { return nil }
+            if negative { exponent = -exponent }
+        }
+        guard index == count else { return nil }
+        return isZero ? 0 : fraction - exponent - trailingZeros
+    }
+
+    /// Unicode scalars in valid UTF-8 (the reader has checked it): the bytes that do not continue a sequence.
+    static func scalarCount(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var count = 0
+        for byte in bytes where byte & 0xC0 != 0x80 { count += 1 }
+        return count
     }
 
     static func boolean(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool? {

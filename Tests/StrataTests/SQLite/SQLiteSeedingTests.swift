@@ -150,6 +150,42 @@ final class SQLiteSeedingTests: XCTestCase {
         XCTAssertEqual(try values(project, "SELECT * FROM t"), [[.text("a"), .integer(1)]])
     }
 
+    /// In the modes that match rows by key, a later row with an earlier row's key would overwrite it without a word
+    /// (SQLite's ON CONFLICT DO UPDATE updates the row the same statement or batch wrote): refused, naming both
+    /// lines, with keys compared under the column's collation, across batches, and for `replace` without a key on
+    /// every PRIMARY KEY and UNIQUE column set the file has. `ignore` keeps the first row, as before.
+    func testAKeyRepeatedInOneFileIsRefusedNamingBothLines() throws {
+        let keyed = "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER); INSERT INTO t VALUES ('kept', 0);"
+        let twoKeys = "CREATE TABLE t (id INTEGER PRIMARY KEY, code TEXT UNIQUE, v TEXT); INSERT INTO t VALUES (9, 'kept', 'x');"
+        let many = "code,v\n" + (1...150).map { "c\($0 == 100 ? 3 : $0),\($0)" }.joined(separator: "\n") + "\n"
+        let cases: [(schema: String, seed: String, csv: String, line: Int, message: String)] = [
+            (keyed, #"mode="upsert" key="code""#, "code,v\na,1\nb,2\na,3\n", 4, "key (code = 'a') is also on line 2"),
+            (keyed, #"mode="sync" key="code""#, "code,v\na,1\nb,2\na,3\n", 4, "key (code = 'a') is also on line 2"),
+            (keyed, #"mode="replace" key="code""#, "code,v\na,1\nb,2\n\"a\",3\n", 4, "key (code = 'a') is also on line 2"),
+            (keyed, #"mode="upsert" key="code""#, many, 101, "key (code = 'c3') is also on line 4"),
+            (twoKeys, #"mode="replace""#, "id,code,v\n1,a,x\n2,b,y\n1,c,z\n", 4, "key (id = '1') is also on line 2"),
+            (twoKeys, #"mode="replace""#, "id,code,v\n1,a,x\n2,a,y\n", 3, "key (code = 'a') is also on line 2"),
+            ("CREATE TABLE t (code TEXT COLLATE NOCASE PRIMARY KEY, v INTEGER); INSERT INTO t VALUES ('kept', 0);",
+             #"mode="upsert" key="code""#, "code,v\na,1\nA,2\n", 3, "key (code = 'A') is also on line 2"),
+        ]
+        for (schema, seed, csv, line, message) in cases {
+            let project = try project(schema: schema, seeds: #"<seed file="csv/t.csv" table="t" \#(seed)/>"#, files: ["csv/t.csv": csv])
+            let failure = try XCTUnwrap(try migrate(project).failure, seed)
+            XCTAssertEqual(failure.line, line, "\(seed): \(failure)")
+            XCTAssertTrue(failure.message.contains(message) && failure.message.contains("each key may appear once in the file"),
+                          "\(seed): \(failure.message)")
+            XCTAssertEqual(try values(project, "SELECT count(*) FROM t"), [[.integer(1)]], "nothing of the seed stays")
+        }
+        // NULL is no key: two rows with a NULL in a UNIQUE column do not conflict, in the file as in the table.
+        let nulls = try project(schema: twoKeys, seeds: #"<seed file="csv/t.csv" table="t" mode="replace"/>"#,
+                                files: ["csv/t.csv": "id,code,v\n1,,x\n2,,y\n"])
+        XCTAssertNil(try migrate(nulls).failure)
+        let ignore = try project(schema: keyed, seeds: #"<seed file="csv/t.csv" table="t" mode="ignore" key="code"/>"#,
+                                 files: ["csv/t.csv": "code,v\na,1\na,2\n"])
+        XCTAssertNil(try migrate(ignore).failure)
+        XCTAssertEqual(try values(ignore, "SELECT * FROM t ORDER BY code"), [[.text("a"), .integer(1)], [.text("kept"), .integer(0)]])
+    }
+
     func testHeaderNamesMatchColumnsFoldingASCIIOnlyAsSQLiteDoes() throws {
         let project = try project(schema: #"CREATE TABLE t ("Ä" TEXT, "ID" INTEGER);"#,
                                   seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": "ä,id\nx,1\n"])
