@@ -79,6 +79,7 @@ final class CrashInjectionTests: XCTestCase {
                 let wasRunning = process.isRunning
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
+                try backend.waitUntilKilledClientsAreGone(project.root)
 
                 let db = try project.connection()
                 let recorded = Set(try db.rows("SELECT identity FROM strata_history WHERE state IN ('applied', 'baseline')")
@@ -142,6 +143,23 @@ extension TestBackend {
             SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i', 'v')
             UNION ALL SELECT t.tgname FROM pg_trigger t WHERE NOT t.tgisinternal
             """).map { try $0.get(0, as: String.self) })
+        }
+    }
+
+    /// Waits until nothing of a killed client is still working on the database (PostgreSQL: its server process,
+    /// which runs on until it notices the client is gone, has left `pg_stat_activity`; SQLite: nothing to wait for).
+    func waitUntilKilledClientsAreGone(_ root: URL) throws {
+        switch kind {
+        case .sqlite: return
+        case .postgres:
+            let db = try PostgresTestDatabase(root).connection
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try db.scalar("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                """, as: Int.self) ?? 0 > 0 {
+                guard ContinuousClock.now < deadline else { return XCTFail("a killed client's server process did not end") }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
         }
     }
 
