@@ -81,13 +81,13 @@ struct PostgresHistory: HistoryStorage {
     func all() throws -> [HistoryRecord] {
         guard try exists() else { return [] }
         return try connection.rows("SELECT \(columns) FROM \(qualified) ORDER BY strata_history.applied_at, kind, identity")
-            .map(Self.record)
+            .map(HistoryRecord.init(row:))
     }
 
     func record(kind: StepKind, identity: String) throws -> HistoryRecord? {
         guard try exists() else { return nil }
         return try connection.rows("SELECT \(columns) FROM \(qualified) WHERE kind = $1 AND identity = $2",
-                                   [kind.rawValue, identity]).first.map(Self.record)
+                                   [kind.rawValue, identity]).first.map(HistoryRecord.init(row:))
     }
 
     /// Runs one of Strata's own writes with the guard's setting on, for that statement only.
@@ -123,16 +123,5 @@ struct PostgresHistory: HistoryStorage {
         try asWriter {
             try connection.execute("DELETE FROM \(qualified) WHERE kind = $1 AND identity = $2", [kind.rawValue, identity])
         }
-    }
-
-    private static func record(_ row: Row) throws -> HistoryRecord {
-        HistoryRecord(
-            kind: StepKind(rawValue: try row.get("kind")) ?? .migration,
-            identity: try row.get("identity"), checksum: try row.get("checksum"),
-            checksumVersion: try row.get("checksum_version"), appliedAt: try row.get("applied_at"),
-            durationMs: try row.get("duration_ms"), rowCount: try row.get("row_count"),
-            state: HistoryRecord.State(rawValue: try row.get("state")) ?? .failed,
-            toolVersion: try row.get("tool_version"), appliedSQL: try row.get("applied_sql"),
-            runner: try row.get("runner"), error: try row.get("error"))
     }
 }
