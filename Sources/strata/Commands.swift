@@ -125,6 +125,9 @@ struct Commands {
                 progress.update(id: id, bytesRead: read, totalBytes: total)
             case .waiting(let message), .notice(let message):
                 output.log(message)
+            case .retrying(let id, let retry, let retries, let delay, let reason):
+                progress.clear()
+                output.log("retrying \(id) in \(Self.seconds(delay)) (retry \(retry) of \(retries)): it was rolled back because a statement gave up waiting for a lock: \(reason)")
             }
         }
         progress.clear()
@@ -321,6 +324,13 @@ struct Commands {
     }
 
     // MARK: Rendering
+
+    /// "0.5 s", "2 s".
+    static func seconds(_ duration: Duration) -> String {
+        let (whole, fraction) = duration.components
+        let tenths = fraction / 100_000_000_000_000_000
+        return tenths == 0 ? "\(whole) s" : "\(whole).\(tenths) s"
+    }
 
     static func appliedLine(_ step: AppliedStep, width: Int) -> String {
         var line = "  applied  " + step.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "
