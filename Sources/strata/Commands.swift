@@ -50,8 +50,17 @@ struct Commands {
 
     private var options: MigrationOptions {
         get throws {
-            MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
-                             waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))
+            var options = MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
+                                           waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))
+            if let lockTimeout = try seconds("lock-timeout") { options.lockTimeout = lockTimeout }
+            if let text = invocation.value("lock-retries") {
+                guard let retries = Int(text), (0...1000).contains(retries) else {
+                    throw UsageError("--lock-retries must be a whole number from 0 to 1000, not '\(text)'")
+                }
+                options.lockRetries = retries
+            }
+            options.statementTimeout = try seconds("statement-timeout")
+            return options
         }
     }
 
@@ -63,6 +72,16 @@ struct Commands {
         } catch let error as DatabaseError where error.kind == .readOnly {
             throw MigrationError.refused([Refusal(reason: .readOnly, id: "", message: error.message)])
         }
+    }
+
+    /// The value of a `--NAME SECONDS` option as a duration (nil when not given): a number of seconds from 0 to a
+    /// week, fractions allowed.
+    private func seconds(_ name: String) throws -> Duration? {
+        guard let text = invocation.value(name) else { return nil }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 86_400 * 7 else {
+            throw UsageError("--\(name) must be a number of seconds from 0 to 604800, not '\(text)'")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded(.up)))
     }
 
     // MARK: Commands

@@ -195,4 +195,49 @@ final class PostgresLockTests: XCTestCase {
         XCTAssertTrue(failure.message.contains("statement timeout"), failure.message)
         XCTAssertFalse(try db.tableExists("t"))
     }
+
+    func testTheCommandsLockOptionsReachTheLibrary() throws {
+        _ = try PostgresServer.shared()
+        let project = try Project(self, backend: .postgres, files: [
+            "sql/001_accounts.sql": Self.accounts["001_accounts.sql"] ?? "",
+            "sql/002_settings.sql": """
+                DO $$ BEGIN
+                  IF current_setting('lock_timeout') <> '1500ms' OR current_setting('statement_timeout') <> '7s' THEN
+                    RAISE EXCEPTION 'lock_timeout %, statement_timeout %', current_setting('lock_timeout'), current_setting('statement_timeout');
+                  END IF;
+                END $$;
+                """,
+        ])
+        let applied = try project.strataOnBackend(["migrate", "--lock-timeout", "1.5", "--statement-timeout=7", "--lock-retries", "0"])
+        XCTAssertEqual(applied.status, 0, applied.stderr)
+
+        try project.file("sql/003_note.sql", "ALTER TABLE accounts ADD COLUMN note text;")
+        let blocker = try longTransaction(project.root, "SELECT count(*) FROM accounts")
+        let blocked = try project.strataOnBackend(["migrate", "--lock-timeout", "0.2", "--lock-retries", "1", "--format", "json"])
+        XCTAssertEqual(blocked.status, 1, blocked.stderr)
+        XCTAssertTrue(blocked.stderr.contains("retrying 003_note.sql in 0.5 s (retry 1 of 1)"), blocked.stderr)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(blocked.stdout.utf8)) as? [String: Any])
+        let failure = try XCTUnwrap(object["failure"] as? [String: Any])
+        let message = try XCTUnwrap(failure["message"] as? String)
+        XCTAssertTrue(message.contains("server process \(blocker.pid)") && message.contains("gave up after 2 attempts"), message)
+        XCTAssertEqual((failure["aftermath"] as? [String: Any])?["state"] as? String, "rolled-back")
+        try blocker.session.executeSimple("ROLLBACK")
+
+        for (arguments, complaint) in [(["--lock-retries", "-1"], "--lock-retries must be a whole number"),
+                                       (["--lock-timeout", "soon"], "--lock-timeout must be a number of seconds"),
+                                       (["--statement-timeout", "nan"], "--statement-timeout must be a number of seconds")] {
+            let refused = try project.strataOnBackend(["migrate"] + arguments)
+            XCTAssertEqual(refused.status, 2, refused.stderr)
+            XCTAssertTrue(refused.stderr.contains(complaint), refused.stderr)
+        }
+        XCTAssertEqual(try project.strataOnBackend(["status", "--lock-timeout", "1"]).status, 2, "only commands that run steps take them")
+        let help = try runStrata(["help", "migrate"], in: project.root)
+        XCTAssertTrue(help.stdout.contains("--lock-timeout SECONDS") && help.stdout.contains("--statement-timeout SECONDS"), help.stdout)
+        XCTAssertTrue(try runStrata(["seed", "--help"], in: project.root).stdout.contains("--lock-retries N"))
+
+        // SQLite takes the options and has nothing to apply them to.
+        let sqlite = try Project(self, backend: .sqlite, files: ["sql/001_t.sql": "CREATE TABLE t (id INTEGER);"])
+        let onSQLite = try sqlite.strataOnBackend(["migrate", "--lock-timeout", "1", "--lock-retries", "2", "--statement-timeout", "3"])
+        XCTAssertEqual(onSQLite.status, 0, onSQLite.stderr)
+    }
 }
