@@ -25,6 +25,8 @@ public final class PostgresConnection {
     var savepointDepth = 0
     /// Whether this session holds the deployers' advisory lock (`withWriteLock`).
     var holdsDeployLock = false
+    /// Names the session a migration's statement waited for when it gives up (armed by `limitStatements`).
+    let lockWatch = PostgresLockWatch()
 
     /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
     /// again after each migration. From PostgreSQL 14 the server also checks every 2 s that the client is still

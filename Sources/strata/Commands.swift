@@ -50,8 +50,17 @@ struct Commands {
 
     private var options: MigrationOptions {
         get throws {
-            MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
-                             waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))
+            var options = MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
+                                           waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))
+            if let lockTimeout = try seconds("lock-timeout") { options.lockTimeout = lockTimeout }
+            if let text = invocation.value("lock-retries") {
+                guard let retries = Int(text), (0...1000).contains(retries) else {
+                    throw UsageError("--lock-retries must be a whole number from 0 to 1000, not '\(text)'")
+                }
+                options.lockRetries = retries
+            }
+            options.statementTimeout = try seconds("statement-timeout")
+            return options
         }
     }
 
@@ -63,6 +72,16 @@ struct Commands {
         } catch let error as DatabaseError where error.kind == .readOnly {
             throw MigrationError.refused([Refusal(reason: .readOnly, id: "", message: error.message)])
         }
+    }
+
+    /// The value of a `--NAME SECONDS` option as a duration (nil when not given): a number of seconds from 0 to a
+    /// week, fractions allowed.
+    private func seconds(_ name: String) throws -> Duration? {
+        guard let text = invocation.value(name) else { return nil }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 86_400 * 7 else {
+            throw UsageError("--\(name) must be a number of seconds from 0 to 604800, not '\(text)'")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded(.up)))
     }
 
     // MARK: Commands
@@ -125,6 +144,9 @@ struct Commands {
                 progress.update(id: id, bytesRead: read, totalBytes: total)
             case .waiting(let message), .notice(let message):
                 output.log(message)
+            case .retrying(let id, let retry, let retries, let delay, let reason):
+                progress.clear()
+                output.log("retrying \(id) in \(Self.seconds(delay)) (retry \(retry) of \(retries)): it was rolled back because a statement gave up waiting for a lock: \(reason)")
             }
         }
         progress.clear()
@@ -321,6 +343,13 @@ struct Commands {
     }
 
     // MARK: Rendering
+
+    /// "0.5 s", "2 s".
+    static func seconds(_ duration: Duration) -> String {
+        let (whole, fraction) = duration.components
+        let tenths = fraction / 100_000_000_000_000_000
+        return tenths == 0 ? "\(whole) s" : "\(whole).\(tenths) s"
+    }
 
     static func appliedLine(_ step: AppliedStep, width: Int) -> String {
         var line = "  applied  " + step.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "
