@@ -130,6 +130,31 @@ final class PostgresLockTests: XCTestCase {
         XCTAssertEqual(try db.scalar("SELECT balance FROM accounts", as: Int.self), 10)
     }
 
+    func testASeedBehindALockIsRetriedAsAMigrationIs() throws {
+        let (first, db, root) = try project(Self.accounts)
+        XCTAssertNil(try first.migrate().failure)
+        try write("id,balance\n2,20\n3,30\n", to: root.appendingPathComponent("csv/more.csv"))
+        try write(#"<manifest version="1"><migrations directory="sql"/><seeds><seed file="csv/more.csv" table="accounts"/></seeds></manifest>"#,
+                  to: root.appendingPathComponent("manifest.xml"))
+        let migrator = Migrator(manifest: try Manifest.load(path: first.manifest.path), database: db)
+        // SHARE mode lets others read the table and no one write to it, as a long CREATE INDEX would.
+        let blocker = try longTransaction(root, "LOCK TABLE accounts IN SHARE MODE")
+        var reasons: [String] = []
+        let report = try migrator.migrate(MigrationOptions(lockTimeout: .milliseconds(300), lockRetries: 3,
+                                                           lockRetryDelay: .milliseconds(100))) { event in
+            guard case .retrying(_, _, _, _, let reason) = event else { return }
+            reasons.append(reason)
+            if reasons.count == 1 {
+                do { try blocker.session.executeSimple("COMMIT") } catch { XCTFail("\(error)") }
+            }
+        }
+        XCTAssertNil(report.failure)
+        XCTAssertEqual(report.applied.map(\.id), ["more.csv"])
+        XCTAssertEqual(reasons.count, 1)
+        XCTAssertTrue(reasons.first?.contains("lock timeout") ?? false, "\(reasons)")
+        XCTAssertEqual(try db.scalar("SELECT sum(balance) FROM accounts", as: Int.self), 60)
+    }
+
     func testEachStepRunsWithItsBoundsAndTheSessionIsPutBackAfterIt() throws {
         // Each file fails unless it runs with the settings its kind of step gets.
         func expecting(_ lockTimeout: String, _ statementTimeout: String) -> String {
