@@ -7,8 +7,11 @@ public enum DatabaseTargets {
     /// `MigrationError.noDatabase` when neither names one, and `DatabaseLocationError` for a name its backend refuses.
     public static func target(option: String?, manifest: Manifest?) throws -> any DatabaseTarget {
         if let option {
-            if PostgresURL.isPostgres(option) { return PostgresTarget(url: option) }
-            return try target(location: option, source: "--database '\(PostgresURL.redacted(option))'")
+            if PostgresURL.isPostgres(option) { return PostgresTarget(url: option, historySchema: manifest?.databaseSchema) }
+            return try target(location: option, source: "--database '\(DatabaseURL.redacted(option))'")
+        }
+        if let manifest, manifest.databaseBackend == .postgresql {
+            return PostgresTarget(url: try manifest.resolvedDatabaseURL(), historySchema: manifest.databaseSchema)
         }
         if let path = manifest?.databasePath.map(displayPath) {
             return try target(location: path, source: "<database path=\"\(path)\">")
@@ -23,12 +26,11 @@ public enum DatabaseTargets {
         return try SQLiteTarget(path: location, source: source)
     }
 
-    /// The dialect of `backend`, for checks that read SQL without a database (`strata validate`); nil for a backend
-    /// whose dialect this build does not have yet (PostgreSQL, until StrataPostgres provides one).
-    public static func dialect(for backend: DatabaseBackend) -> (any SQLDialect)? {
+    /// The dialect of `backend`, for checks that read SQL without a database (`strata validate`).
+    public static func dialect(for backend: DatabaseBackend) -> any SQLDialect {
         switch backend {
         case .sqlite: SQLiteDialect()
-        case .postgresql: nil
+        case .postgresql: PostgresDialect()
         }
     }
 

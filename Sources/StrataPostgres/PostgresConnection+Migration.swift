@@ -80,7 +80,7 @@ extension PostgresConnection: MigrationDatabase {
         while let piece = try script.next() {
             switch piece {
             case .statement(let statement):
-                let result = PostgresResult(PQexec(handle, statement.sql))
+                let result = executeWatchingLocks(statement.sql)
                 try check(result, statement)
             case .copy(let statement, _):
                 try copy(statement, from: &script)
@@ -106,7 +106,7 @@ extension PostgresConnection: MigrationDatabase {
                let offset = Int(String(cString: position)) {
                 (line, column) = statement.location(ofPosition: offset)
             }
-            throw error.at(line: line, column: column)
+            throw explainingWait(error.at(line: line, column: column))
         }
     }
 

@@ -25,6 +25,8 @@ public final class PostgresConnection {
     var savepointDepth = 0
     /// Whether this session holds the deployers' advisory lock (`withWriteLock`).
     var holdsDeployLock = false
+    /// Names the session a migration's statement waited for when it gives up (armed by `limitStatements`).
+    let lockWatch = PostgresLockWatch()
 
     /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
     /// again after each migration. From PostgreSQL 14 the server also checks every 2 s that the client is still
@@ -46,15 +48,15 @@ public final class PostgresConnection {
     ///   - schema: where `strata_history` lives; nil: the first schema of `search_path`.
     ///   - lockTimeout: how long `withWriteLock` waits for another deployer.
     public init(url: String, schema: String? = nil, lockTimeout: Duration = .seconds(60)) throws {
-        name = PostgresURL.redacted(url)
+        name = DatabaseURL.redacted(url)
         self.lockTimeout = lockTimeout
         guard let connection = PQconnectdb(url) else {
-            throw DatabaseError(kind: .cannotOpen, message: "libpq could not allocate a connection to \(PostgresURL.redacted(url))")
+            throw DatabaseError(kind: .cannotOpen, message: "libpq could not allocate a connection to \(DatabaseURL.redacted(url))")
         }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(connection)).trimmingWhitespace()
             PQfinish(connection)
-            throw DatabaseError(kind: .cannotOpen, message: "cannot connect to \(PostgresURL.redacted(url)): \(PostgresURL.redacting(message, url: url))")
+            throw DatabaseError(kind: .cannotOpen, message: "cannot connect to \(DatabaseURL.redacted(url)): \(PostgresURL.redacting(message, url: url))")
         }
         // Notices (e.g. "relation already exists, skipping") would go to stderr and mix with the command's output.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
@@ -73,7 +75,7 @@ public final class PostgresConnection {
         } else {
             PQfinish(connection)
             throw DatabaseError(kind: .misuse, code: nil,
-                                message: "search_path names no schema that exists on \(PostgresURL.redacted(url)); name one with <database schema=\"…\">")
+                                message: "search_path names no schema that exists on \(DatabaseURL.redacted(url)); name one with <database schema=\"…\">")
         }
         handle = connection
     }

@@ -7,7 +7,8 @@ enum PostgresError {
     /// The kind of failure a SQLSTATE reports. Classes per the PostgreSQL manual's appendix "Error Codes".
     static func kind(ofSQLState state: String) -> DatabaseError.Kind {
         switch state {
-        case "55P03", "40P01", "57014": return .busy            // lock_not_available, deadlock, query_canceled
+        case "55P03": return .lockNotAvailable                  // lock_not_available: lock_timeout or NOWAIT
+        case "40P01", "57014": return .busy                     // deadlock_detected, query_canceled (statement_timeout)
         case "25006": return .readOnly                          // read_only_sql_transaction (a hot standby)
         case "53100": return .diskFull
         case "42501": return .authorization                     // insufficient_privilege

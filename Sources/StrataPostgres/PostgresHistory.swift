@@ -3,12 +3,21 @@ import StrataCore
 /// Reads and writes `strata_history` on PostgreSQL, always schema-qualified (a bare name would follow whatever
 /// `search_path` a migration set). The columns are SQLite's; `applied_at` is a `timestamptz`, read back in the
 /// same ISO-8601 text every backend's records carry.
+///
+/// The table guards itself: a trigger refuses every insert, update, delete and truncate unless Strata's own
+/// write set `strata.history_writer` for it. The lint refuses statements that name the table, but a function
+/// body is text to it; the trigger also stops a migration's function, or a seeded table's trigger, that writes
+/// the history (what SQLite's authorizer stops there).
 struct PostgresHistory: HistoryStorage {
     static let table = "strata_history"
 
     let connection: PostgresConnection
 
     private var qualified: String { quoteIdentifier(connection.historySchema) + "." + Self.table }
+    private var guardFunction: String { quoteIdentifier(connection.historySchema) + ".strata_history_guard" }
+
+    /// The setting Strata's writes set, transaction-locally, for the guard to let them through.
+    static let writerSetting = "strata.history_writer"
 
     /// `applied_at` as `HistoryRecord` spells it (UTC, milliseconds, `Z`).
     private var columns: String {
@@ -47,6 +56,24 @@ struct PostgresHistory: HistoryStorage {
                     PRIMARY KEY (kind, identity)
                 )
                 """)
+            try connection.execute("""
+                CREATE OR REPLACE FUNCTION \(guardFunction)() RETURNS trigger LANGUAGE plpgsql AS $guard$
+                BEGIN
+                    IF current_setting('\(Self.writerSetting)', true) IS DISTINCT FROM 'on' THEN
+                        RAISE EXCEPTION '\(HistoryRecord.refusal(verb: "writes to", table: Self.table).replacingOccurrences(of: "'", with: "''"))'
+                            USING ERRCODE = 'insufficient_privilege';
+                    END IF;
+                    RETURN COALESCE(NEW, OLD);
+                END $guard$
+                """)
+            try connection.execute("""
+                CREATE TRIGGER strata_history_guard BEFORE INSERT OR UPDATE OR DELETE ON \(qualified)
+                FOR EACH ROW EXECUTE FUNCTION \(guardFunction)()
+                """)
+            try connection.execute("""
+                CREATE TRIGGER strata_history_guard_truncate BEFORE TRUNCATE ON \(qualified)
+                FOR EACH STATEMENT EXECUTE FUNCTION \(guardFunction)()
+                """)
         }
         if connection.isInTransaction { try connection.withSavepoint(body) } else { try connection.withTransaction(body) }
     }
@@ -54,16 +81,30 @@ struct PostgresHistory: HistoryStorage {
     func all() throws -> [HistoryRecord] {
         guard try exists() else { return [] }
         return try connection.rows("SELECT \(columns) FROM \(qualified) ORDER BY strata_history.applied_at, kind, identity")
-            .map(Self.record)
+            .map(HistoryRecord.init(row:))
     }
 
     func record(kind: StepKind, identity: String) throws -> HistoryRecord? {
         guard try exists() else { return nil }
         return try connection.rows("SELECT \(columns) FROM \(qualified) WHERE kind = $1 AND identity = $2",
-                                   [kind.rawValue, identity]).first.map(Self.record)
+                                   [kind.rawValue, identity]).first.map(HistoryRecord.init(row:))
+    }
+
+    /// Runs one of Strata's own writes with the guard's setting on, for that statement only.
+    private func asWriter(_ body: () throws -> Void) throws {
+        func write() throws {
+            try connection.execute("SELECT set_config('\(Self.writerSetting)', 'on', true)")
+            try body()
+            try connection.execute("SELECT set_config('\(Self.writerSetting)', 'off', true)")
+        }
+        if connection.isInTransaction { try write() } else { try connection.withTransaction(write) }
     }
 
     func write(_ record: HistoryRecord) throws {
+        try asWriter { try insert(record) }
+    }
+
+    private func insert(_ record: HistoryRecord) throws {
         try connection.execute("""
             INSERT INTO \(qualified) (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count,
                                       state, tool_version, applied_sql, runner, error)
@@ -79,17 +120,8 @@ struct PostgresHistory: HistoryStorage {
     }
 
     func delete(kind: StepKind, identity: String) throws {
-        try connection.execute("DELETE FROM \(qualified) WHERE kind = $1 AND identity = $2", [kind.rawValue, identity])
-    }
-
-    private static func record(_ row: Row) throws -> HistoryRecord {
-        HistoryRecord(
-            kind: StepKind(rawValue: try row.get("kind")) ?? .migration,
-            identity: try row.get("identity"), checksum: try row.get("checksum"),
-            checksumVersion: try row.get("checksum_version"), appliedAt: try row.get("applied_at"),
-            durationMs: try row.get("duration_ms"), rowCount: try row.get("row_count"),
-            state: HistoryRecord.State(rawValue: try row.get("state")) ?? .failed,
-            toolVersion: try row.get("tool_version"), appliedSQL: try row.get("applied_sql"),
-            runner: try row.get("runner"), error: try row.get("error"))
+        try asWriter {
+            try connection.execute("DELETE FROM \(qualified) WHERE kind = $1 AND identity = $2", [kind.rawValue, identity])
+        }
     }
 }

@@ -10,8 +10,9 @@ struct PostgresToken: Equatable, Sendable {
         /// A string constant in any quoting; `text` is the content of a short `'…'` constant (as written, for
         /// the lint's few value checks), otherwise empty.
         case string
+        /// A number, with what PostgreSQL reads as part of it (`1e5`, `0x1F`, `1abc`); `text` as written.
         case number
-        /// `$1`
+        /// A positional parameter, `$1`.
         case parameter
         /// One punctuation or operator character.
         case symbol
@@ -22,6 +23,7 @@ struct PostgresToken: Equatable, Sendable {
     /// How many parentheses are open around the token (0: the statement's own level).
     let depth: Int
 
+    /// Whether this is the (upper-case) key word or unquoted name `word`.
     func isWord(_ word: String) -> Bool { kind == .word && text == word }
 }
 
@@ -141,7 +143,7 @@ struct PostgresLexer {
 
     // MARK: States
 
-    /// Between tokens: one token, or the event it ends in. Returns nil to continue in the (possibly new) state.
+    /// Between tokens: scans tokens up to an event, or up to a literal or comment (nil: go on in its state).
     private mutating func scanNormal(_ w: inout Window, _ i: inout Int, base: Int) -> Event? {
         while i < w.end {
             let byte = w.text[i]
@@ -565,6 +567,7 @@ struct PostgresLexer {
 
     // MARK: Character classes (psqlscan.l's ident_start, ident_cont, dolq_cont)
 
+    /// `0`…`9`.
     static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
     /// A letter, `_`, or any byte of a non-ASCII character.
@@ -573,10 +576,12 @@ struct PostgresLexer {
         return (lower >= 0x61 && lower <= 0x7A) || byte == 0x5F || byte >= 0x80
     }
 
+    /// What may follow an identifier's first character: also digits and `$`.
     static func isIdentifierPart(_ byte: UInt8) -> Bool {
         isIdentifierStart(byte) || isDigit(byte) || byte == Byte.dollar
     }
 
+    /// What a dollar quote's tag may hold after its first character: as an identifier, but no `$`.
     static func isDollarTagPart(_ byte: UInt8) -> Bool { isIdentifierStart(byte) || isDigit(byte) }
 }
 

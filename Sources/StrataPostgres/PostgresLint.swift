@@ -114,6 +114,7 @@ enum PostgresLint {
 
         // MARK: Transaction control
 
+        /// Why the statement may not run, when it is BEGIN, COMMIT, a savepoint or two-phase commit.
         func transactionControl(insideTransaction: Bool) -> String? {
             guard let first = top.first, first.kind == .word else { return nil }
             let second = top.dropFirst().first
@@ -226,6 +227,7 @@ enum PostgresLint {
             }
         }
 
+        /// Whether a value token is one of PostgreSQL's spellings of false.
         static func isFalse(_ token: PostgresToken) -> Bool {
             switch token.kind {
             case .word: return ["FALSE", "OFF", "NO"].contains(token.text)

@@ -2,7 +2,7 @@ import StrataCore
 
 /// The user schema of a PostgreSQL database as deterministic, sorted text, read from the catalog: so two databases
 /// built differently can be compared with `diff`. Covers every schema but the system ones, without Strata's
-/// history table: enum types, sequences, tables (columns with types, defaults and NOT NULL, then constraints),
+/// history table (and its guard): enum types, sequences, tables (columns with types, defaults and NOT NULL, then constraints),
 /// indexes, views, functions and procedures, triggers. Names are schema-qualified and quoted as PostgreSQL
 /// quotes them.
 struct PostgresSchema {
@@ -73,13 +73,14 @@ struct PostgresSchema {
             FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
             WHERE \(Self.userSchemas) AND p.prokind IN ('f', 'p')
               AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
-            """)
+              AND NOT (p.proname = 'strata_history_guard' AND n.nspname = $1)
+            """, [connection.historySchema])
         sections += try lines("""
             SELECT pg_get_triggerdef(t.oid) || ';'
             FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-            WHERE NOT t.tgisinternal AND \(Self.userSchemas)
-            """)
+            WHERE NOT t.tgisinternal AND \(Self.userSchemas) AND NOT (c.relname = $1 AND n.nspname = $2)
+            """, [PostgresHistory.table, connection.historySchema])
         return sections.joined(separator: "\n\n") + (sections.isEmpty ? "" : "\n")
     }
 

@@ -477,9 +477,10 @@ struct PostgresScript {
     /// The line and column at an absolute offset at or after the last one asked, in the buffer.
     private mutating func position(at offset: Int) -> TextPosition {
         if offset > trackedOffset {
-            let from = trackedOffset - base
-            buffer.withUnsafeBufferPointer { text in
-                for k in from..<(offset - base) { tracker.advance(over: text[k]) }
+            let (from, to) = (trackedOffset - base, offset - base)
+            buffer.withUnsafeBytes { raw in
+                // One call for the range: TextPosition lives in another module, so a call per byte would cost.
+                raw.withMemoryRebound(to: CChar.self) { tracker.advance(over: $0, from: from, to: to) }
             }
             trackedOffset = offset
         }

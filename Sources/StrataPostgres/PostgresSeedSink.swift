@@ -288,7 +288,7 @@ final class PostgresSeedSink: SeedSink {
     private func deleteRowsNotInFile() throws {
         do {
             try connection.executeSimple("DELETE FROM \(target.qualifiedName) AS t WHERE NOT \(inFile("t"))")
-        } catch let error as DatabaseError where error.kind != .busy && error.kind != .cannotOpen {
+        } catch let error as DatabaseError where error.kind != .busy && error.kind != .lockNotAvailable && error.kind != .cannotOpen {
             throw SeedError(file: displayPath(step.path), line: nil, column: nil,
                             message: "sync could not delete rows missing from the file: \(error.message)")
         }

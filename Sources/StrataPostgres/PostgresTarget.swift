@@ -13,7 +13,7 @@ public struct PostgresTarget: DatabaseTarget {
         self.historySchema = historySchema
     }
 
-    public var name: String { PostgresURL.redacted(url) }
+    public var name: String { DatabaseURL.redacted(url) }
 
     /// A server database is there when it can be connected to; a missing one is reported when it is opened.
     public var exists: Bool { true }

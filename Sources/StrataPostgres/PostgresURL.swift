@@ -1,56 +1,40 @@
 import Foundation
+import StrataCore
 
-/// PostgreSQL connection URIs as Strata shows them: with the password taken out, wherever it was written.
+/// PostgreSQL connection URIs as Strata takes them: told from SQLite paths by their scheme, and with their
+/// password kept out of what libpq says about them (`DatabaseURL.redacted` hides it in the URI itself).
 public enum PostgresURL {
-    /// Whether `location` is a PostgreSQL connection URI rather than a SQLite path.
+    /// Whether `location` is a PostgreSQL connection URI rather than a SQLite path (case-sensitive, as libpq is).
     public static func isPostgres(_ location: String) -> Bool {
-        let lower = location.lowercased()
-        return lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://")
+        DatabaseURL.schemes.contains { location.hasPrefix($0) }
     }
 
-    /// The URI with the password in the user-info part and any `password=` parameter replaced by `•••`.
-    public static func redacted(_ url: String) -> String {
-        var text = url
-        if let scheme = text.range(of: "://") {
-            let authorityEnd = text[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? text.endIndex
-            let authority = text[scheme.upperBound..<authorityEnd]
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                text.replaceSubrange(text.index(after: colon)..<at, with: "•••")
-            }
-        }
-        return redactingParameters(text)
-    }
-
-    /// `message` with every password `url` holds replaced, for errors libpq words with the value in them.
-    public static func redacting(_ message: String, url: String) -> String {
-        var message = message
-        for password in passwords(in: url) where !password.isEmpty {
-            message = message.replacingOccurrences(of: password, with: "•••")
+    /// `message` with every password `url` holds replaced, raw and percent-decoded: libpq's messages quote what
+    /// they were given.
+    static func redacting(_ message: String, url: String) -> String {
+        var message = DatabaseURL.redacted(message)
+        for password in passwords(in: url) where password.count >= 1 {
+            message = message.replacingOccurrences(of: password, with: DatabaseURL.redaction)
         }
         return message
     }
 
-    private static func redactingParameters(_ text: String) -> String {
-        guard let query = text.firstIndex(of: "?") else { return text }
-        let parameters = text[text.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
-            pair.lowercased().hasPrefix("password=") ? "password=•••" : String(pair)
-        }
-        return String(text[...query]) + parameters.joined(separator: "&")
-    }
-
-    /// The passwords written in a URI, raw and percent-decoded.
-    static func passwords(in url: String) -> [String] {
+    /// The passwords written in a URI's user information and `password=` parameters, raw and percent-decoded.
+    private static func passwords(in url: String) -> [String] {
         var found: [String] = []
         if let scheme = url.range(of: "://") {
-            let authorityEnd = url[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? url.endIndex
-            let authority = url[scheme.upperBound..<authorityEnd]
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                found.append(String(authority[authority.index(after: colon)..<at]))
+            let rest = url[scheme.upperBound...]
+            let authorityEnd = rest.lastIndex(of: "@") ?? rest.startIndex
+            if let colon = rest[..<authorityEnd].firstIndex(of: ":") {
+                found.append(String(rest[rest.index(after: colon)..<authorityEnd]))
             }
         }
         if let query = url.firstIndex(of: "?") {
-            for pair in url[url.index(after: query)...].split(separator: "&") where pair.lowercased().hasPrefix("password=") {
-                found.append(String(pair.dropFirst("password=".count)))
+            for pair in url[url.index(after: query)...].split(separator: "&") {
+                let lower = pair.lowercased()
+                if lower.hasPrefix("password=") || lower.hasPrefix("sslpassword=") {
+                    found.append(String(pair.drop { $0 != "=" }.dropFirst()))
+                }
             }
         }
         return found + found.compactMap { $0.removingPercentEncoding }.filter { !found.contains($0) }

@@ -130,6 +130,11 @@ public final class Database {
         return path.isEmpty ? nil : path
     }
 
+    /// Whether SQLite opened the main database read-only (a `mode=ro` URI, or a file it may not write).
+    public var isReadOnly: Bool {
+        sqlite3_db_readonly(handle, "main") == 1
+    }
+
     /// The VFS the main database is read and written through, as SQLite names it (`unix` on Linux, unless a URI's
     /// `vfs=` chose another such as `memdb` or `unix-none`); nil when no file backs it (in memory, temporary).
     public var vfsName: String? {

@@ -39,13 +39,13 @@ struct HistoryStore: HistoryStorage {
     /// Every record, or none when the table does not exist yet (reading never creates it).
     func all() throws -> [HistoryRecord] {
         guard try exists() else { return [] }
-        return try database.query("SELECT * FROM main.strata_history ORDER BY applied_at, rowid").all().map(Self.record)
+        return try database.query("SELECT * FROM main.strata_history ORDER BY applied_at, rowid").all().map(HistoryRecord.init(row:))
     }
 
     func record(kind: StepKind, identity: String) throws -> HistoryRecord? {
         guard try exists() else { return nil }
         return try database.query("SELECT * FROM main.strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
-            .next().map(Self.record)
+            .next().map(HistoryRecord.init(row:))
     }
 
     /// Inserts or replaces the record of one step.
@@ -67,16 +67,4 @@ struct HistoryStore: HistoryStorage {
     func delete(kind: StepKind, identity: String) throws {
         try database.execute("DELETE FROM main.strata_history WHERE kind = ? AND identity = ?", [kind.rawValue, identity])
     }
-
-    private static func record(_ row: Row) throws -> HistoryRecord {
-        HistoryRecord(
-            kind: StepKind(rawValue: try row.get("kind")) ?? .migration,
-            identity: try row.get("identity"), checksum: try row.get("checksum"),
-            checksumVersion: try row.get("checksum_version"), appliedAt: try row.get("applied_at"),
-            durationMs: try row.get("duration_ms"), rowCount: try row.get("row_count"),
-            state: HistoryRecord.State(rawValue: try row.get("state")) ?? .failed,
-            toolVersion: try row.get("tool_version"), appliedSQL: try row.get("applied_sql"),
-            runner: try row.get("runner"), error: try row.get("error"))
-    }
-
 }

@@ -36,7 +36,7 @@ extension DatabaseError {
 
     private static func sqliteCode(of kind: Kind) -> Int32 {
         switch kind {
-        case .busy: SQLITE_BUSY
+        case .busy, .lockNotAvailable: SQLITE_BUSY
         case .constraint: SQLITE_CONSTRAINT
         case .readOnly: SQLITE_READONLY
         case .diskFull: SQLITE_FULL

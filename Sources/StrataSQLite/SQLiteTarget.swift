@@ -27,10 +27,14 @@ public struct SQLiteTarget: DatabaseTarget {
     public var name: String { path }
 
     /// Opens the database for writing (creating the file when absent). What SQLite opened is checked again before
-    /// anything is written: a connection without a file is refused.
+    /// anything is written: a connection without a file, or one SQLite opened read-only, is refused.
     public func openForWriting(timeout: Duration) throws -> any MigrationDatabase {
         let database = try Database(path: path, configuration: Database.Configuration(busyTimeout: timeout))
         try Self.refuseWithoutFile(database, source: source)
+        if database.isReadOnly {
+            throw DatabaseError(kind: .readOnly, code: nil,
+                                message: "\(path) is read-only: SQLite opened it without write access (a mode=ro URI, or a file this user may not write)")
+        }
         return database
     }
 

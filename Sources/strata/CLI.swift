@@ -5,17 +5,34 @@ import Strata
 enum CLI {
     static let manifestOptions: Set<String> = ["manifest", "database"]
 
+    /// What bounds each step's statements on a busy server (PostgreSQL; SQLite ignores them).
+    static let stepOptions: Set<String> = ["lock-timeout", "lock-retries", "statement-timeout"]
+    static let stepOptionsUsage = "[--lock-timeout SECONDS] [--lock-retries N] [--statement-timeout SECONDS]"
+    static let stepOptionsHelp = """
+        On PostgreSQL (SQLite ignores these):
+          --lock-timeout SECONDS       how long a statement of a transactional step may wait for a lock before the
+                                       step is rolled back and retried (default 5; 0: wait as long as it takes);
+                                       transaction="none" steps wait without a limit and are never retried
+          --lock-retries N             how many times such a step is retried, after 0.5 s, 1 s, 2 s, … (at most
+                                       10 s) with no lock held (default 5; 0: fail at once); the failure names the
+                                       session holding the lock, its query and how long its transaction has run
+          --statement-timeout SECONDS  how long any statement of a step may run (default: the server's setting;
+                                       0: no limit); a step that runs past it fails and is not retried
+        """
+
     static let commands: [CommandSpec] = [
         CommandSpec(name: "validate", summary: "check a manifest, the files it names and their SQL",
                     usage: "strata validate --manifest PATH", valueOptions: ["manifest"],
                     details: "Exit 0 with a summary when valid; exit 1 listing every problem as path:line:column: message."),
         CommandSpec(name: "migrate", summary: "apply every pending migration and seed, in plan order",
-                    usage: "strata migrate --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS] [--plan-id ID]",
-                    valueOptions: manifestOptions.union(["timeout", "plan-id"]), repeatableOptions: ["context"], flags: ["strict-order"],
-                    details: "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id."),
+                    usage: "strata migrate --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS] [--plan-id ID] \(stepOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout", "plan-id"]).union(stepOptions), repeatableOptions: ["context"],
+                    flags: ["strict-order"],
+                    details: "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id.\n\n" + stepOptionsHelp),
         CommandSpec(name: "seed", summary: "apply pending seed sets only",
-                    usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS]",
-                    valueOptions: manifestOptions.union(["timeout"]), repeatableOptions: ["context"]),
+                    usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS] \(stepOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout"]).union(stepOptions), repeatableOptions: ["context"],
+                    details: stepOptionsHelp),
         CommandSpec(name: "status", summary: "show every step: applied, pending, drifted, missing or dirty",
                     usage: "strata status --manifest PATH [--database PATH] [--context NAME]...",
                     valueOptions: manifestOptions, repeatableOptions: ["context"],
@@ -65,9 +82,14 @@ enum CLI {
             Exit codes: 0 success or nothing to do, 1 a step failed, 2 usage error,
                         3 drift, dirty state or validation failure,
                         130/143 stopped by SIGINT/SIGTERM between steps.
-            Run 'strata <command> --help' for a command's options.
+            Run 'strata <command> --help' or 'strata help <command>' for a command's options.
             """
         return text
+    }
+
+    /// One command's usage, summary and details.
+    static func help(_ spec: CommandSpec) -> String {
+        "Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)"
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -77,7 +99,12 @@ enum CLI {
         }
         switch first {
         case "--help", "-h", "help":
-            StandardOutput.print(usage)
+            // `strata help migrate` is `strata migrate --help`.
+            if first == "help", arguments.count == 2, let spec = commands.first(where: { $0.name == arguments[1] }) {
+                StandardOutput.print(help(spec))
+            } else {
+                StandardOutput.print(usage)
+            }
             return ExitCode.success
         case "--version", "version":
             StandardOutput.print("strata \(Strata.version)")
@@ -93,7 +120,7 @@ enum CLI {
         do {
             let invocation = try Invocation.parse(Array(arguments.dropFirst()), spec: spec)
             if invocation.has("help") {
-                StandardOutput.print("Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)")
+                StandardOutput.print(help(spec))
                 return ExitCode.success
             }
             let commandOutput = Output(invocation)

@@ -50,9 +50,38 @@ struct Commands {
 
     private var options: MigrationOptions {
         get throws {
-            MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
-                             waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))
+            var options = MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
+                                           waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))
+            if let lockTimeout = try seconds("lock-timeout") { options.lockTimeout = lockTimeout }
+            if let text = invocation.value("lock-retries") {
+                guard let retries = Int(text), (0...1000).contains(retries) else {
+                    throw UsageError("--lock-retries must be a whole number from 0 to 1000, not '\(text)'")
+                }
+                options.lockRetries = retries
+            }
+            options.statementTimeout = try seconds("statement-timeout")
+            return options
         }
+    }
+
+    /// The target opened for a command that writes; one that cannot be written is a refusal (exit 3), the same on
+    /// every backend.
+    private func openForWriting(_ target: any DatabaseTarget) throws -> any MigrationDatabase {
+        do {
+            return try target.openForWriting(timeout: try timeout)
+        } catch let error as DatabaseError where error.kind == .readOnly {
+            throw MigrationError.refused([Refusal(reason: .readOnly, id: "", message: error.message)])
+        }
+    }
+
+    /// The value of a `--NAME SECONDS` option as a duration (nil when not given): a number of seconds from 0 to a
+    /// week, fractions allowed.
+    private func seconds(_ name: String) throws -> Duration? {
+        guard let text = invocation.value(name) else { return nil }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 86_400 * 7 else {
+            throw UsageError("--\(name) must be a number of seconds from 0 to 604800, not '\(text)'")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded(.up)))
     }
 
     // MARK: Commands
@@ -97,7 +126,7 @@ struct Commands {
             let refusals = try Migrator(manifest: manifest, database: try target.openForReading()).refusals(options)
             guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
         }
-        let migrator = Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout))
+        let migrator = Migrator(manifest: manifest, database: try openForWriting(target))
         var progress = ProgressLine(enabled: output.showsProgress)
         let idWidth = manifest.plan(for: migrator.database.dialect.backend).map(\.id.count).max() ?? 0
         let report = try migrator.migrate(options) { event in
@@ -115,6 +144,9 @@ struct Commands {
                 progress.update(id: id, bytesRead: read, totalBytes: total)
             case .waiting(let message), .notice(let message):
                 output.log(message)
+            case .retrying(let id, let retry, let retries, let delay, let reason):
+                progress.clear()
+                output.log("retrying \(id) in \(Self.seconds(delay)) (retry \(retry) of \(retries)): it was rolled back because a statement gave up waiting for a lock: \(reason)")
             }
         }
         progress.clear()
@@ -228,7 +260,7 @@ struct Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let recorded = try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout))
+        let recorded = try Migrator(manifest: manifest, database: try openForWriting(target))
             .baseline(through: through, try options)
         output.line(recorded.isEmpty ? "Nothing recorded: every step through \(through) is already recorded."
                     : "Recorded as applied without running: " + recorded.joined(separator: ", "))
@@ -240,7 +272,7 @@ struct Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let report = try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout)).repair()
+        let report = try Migrator(manifest: manifest, database: try openForWriting(target)).repair()
         if report.realigned.isEmpty && report.deleted.isEmpty { output.line("Nothing to repair.") }
         for id in report.realigned { output.line("  realigned  \(id): the recorded checksum now matches the file") }
         for id in report.deleted { output.line("  deleted    \(id): no longer in the manifest") }
@@ -260,7 +292,7 @@ struct Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        try Migrator(manifest: manifest, database: try target.openForWriting(timeout: try timeout)).resolve(id, as: resolution)
+        try Migrator(manifest: manifest, database: try openForWriting(target)).resolve(id, as: resolution)
         output.line(resolution == .applied ? "\(id) recorded as applied." : "\(id) forgotten; the next migrate runs it again.")
         output.object(["command": "resolve", "database": .string(path), "id": .string(id), "resolution": .string(resolution.rawValue)])
         return ExitCode.success
@@ -311,6 +343,13 @@ struct Commands {
     }
 
     // MARK: Rendering
+
+    /// "0.5 s", "2 s".
+    static func seconds(_ duration: Duration) -> String {
+        let (whole, fraction) = duration.components
+        let tenths = fraction / 100_000_000_000_000_000
+        return tenths == 0 ? "\(whole) s" : "\(whole).\(tenths) s"
+    }
 
     static func appliedLine(_ step: AppliedStep, width: Int) -> String {
         var line = "  applied  " + step.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "

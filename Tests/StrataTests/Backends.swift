@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 @testable import StrataCore
+@testable import StrataPostgres
 @testable import StrataSQLite
 import XCTest
 
@@ -8,7 +9,7 @@ import XCTest
 /// command is pointed at it, and how a test opens it. Tests written with `forEachBackend` run once per backend this
 /// machine can run; behaviour only one backend has (PRAGMAs, WAL, `VACUUM`) is tested in that backend's own files.
 struct TestBackend: Sendable, CustomStringConvertible {
-    enum Kind: Sendable { case sqlite }
+    enum Kind: Sendable { case sqlite, postgres }
 
     let kind: Kind
     /// The manifest's `<database …/>` element for a project rooted at a directory.
@@ -23,12 +24,14 @@ struct TestBackend: Sendable, CustomStringConvertible {
     func noSuchTable(_ name: String) -> String {
         switch kind {
         case .sqlite: "no such table: \(name)"
+        case .postgres: "relation \"\(name)\" does not exist"
         }
     }
 
     var description: String {
         switch kind {
         case .sqlite: "SQLite"
+        case .postgres: "PostgreSQL"
         }
     }
 
@@ -41,15 +44,57 @@ struct TestBackend: Sendable, CustomStringConvertible {
                          configuration: Database.Configuration(busyTimeout: timeout))
         })
 
-    /// Every backend this machine can run, the embedded default first.
-    static var available: [TestBackend] { [.sqlite] }
+    /// A database of its own on the test server (`PostgresServer`) for each project root.
+    static let postgres = TestBackend(
+        kind: .postgres,
+        databaseElement: { root in
+            let url = (try? PostgresServer.shared().url(for: root)) ?? ""
+            return #"<database url=""# + url.replacingOccurrences(of: "&", with: "&amp;") + #""/>"#
+        },
+        location: { root in (try? PostgresServer.shared().url(for: root)) ?? "" },
+        open: { root, timeout in
+            try PostgresConnection(url: try PostgresServer.shared().url(for: root), lockTimeout: timeout)
+        })
+
+    /// Every backend this machine can run, the embedded default first. PostgreSQL runs where the test server
+    /// starts (the PostgreSQL test classes say why when it does not).
+    static var available: [TestBackend] {
+        (try? PostgresServer.shared()) == nil ? [.sqlite] : [.sqlite, .postgres]
+    }
+}
+
+extension TestBackend {
+    /// What a test may need that not every backend has in this build.
+    enum Capability {
+        /// `ModelStore` and `check` (PostgreSQL: issue 14).
+        case models
+        /// CSV seeds.
+        case seeds
+        /// Seeds with `mode="replace"` (SQLite's REPLACE; PostgreSQL refuses the mode at plan time, see
+        /// `PostgresSeedingTests`).
+        case replaceMode
+        /// A database size limit a test can set, to fail writes as a full disk does (SQLite: `max_page_count`).
+        case sizeLimit
+        /// A way to make every COMMIT fail (SQLite: a commit hook).
+        case failingCommits
+        /// `BEGIN` in a `transaction="none"` file runs (PostgreSQL's lint refuses it before the run).
+        case transactionControlInNoneFiles
+    }
+
+    func has(_ capability: Capability) -> Bool {
+        switch (kind, capability) {
+        case (.sqlite, _), (.postgres, .seeds): true
+        case (.postgres, _): false
+        }
+    }
 }
 
 extension XCTestCase {
-    /// Runs `body` once for each available backend. A thrown error names the backend it happened on, and so does
-    /// one more failure recorded after any assertion that failed on it.
-    func forEachBackend(file: StaticString = #filePath, line: UInt = #line, _ body: (TestBackend) throws -> Void) throws {
-        for backend in TestBackend.available {
+    /// Runs `body` once for each available backend that has every capability `needing` names. A thrown error
+    /// names the backend it happened on, and so does one more failure recorded after any assertion that failed on it.
+    func forEachBackend(needing capabilities: TestBackend.Capability..., file: StaticString = #filePath, line: UInt = #line,
+                        _ body: (TestBackend) throws -> Void) throws {
+        for backend in TestBackend.available where capabilities.allSatisfy(backend.has) {
             let failuresBefore = testRun?.totalFailureCount ?? 0
             do {
                 try body(backend)

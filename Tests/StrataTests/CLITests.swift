@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import Strata
 @testable import StrataCore
+@testable import StrataPostgres
 @testable import StrataSQLite
 
 /// The `strata` command on every backend: output, JSON shapes and exit codes of migrate, status, plan, validate,
@@ -92,11 +93,11 @@ final class CLITests: XCTestCase {
     func testPlanShowsTheDeclaredFormatAndOnlyTheUpSection() throws {
         try forEachBackend { backend in
             let project = try self.project(backend, manifest: { #"<manifest version="1">\#($0)<migrations directory="sql" format="goose"/></manifest>"# },
-                                           files: ["sql/20240101120000_add_users.sql": MigrationTests.gooseFile])
+                                           files: ["sql/20240101120000_add_users.sql": backend.kind == .sqlite ? MigrationTests.gooseFile : MigrationTests.postgresGooseFile])
             let plan = try project.strataOnBackend(["plan", "--sql"])
             XCTAssertEqual(plan.status, 0, plan.stderr)
             XCTAssertTrue(plan.stdout.contains("migration  20240101120000_add_users.sql  goose: up section only (lines 2-14)"), plan.stdout)
-            XCTAssertTrue(plan.stdout.contains("      CREATE TRIGGER users_touch"), plan.stdout)
+            XCTAssertTrue(plan.stdout.contains("CREATE TRIGGER users_touch"), plan.stdout)
             XCTAssertFalse(plan.stdout.contains("DROP TABLE users"), "--sql shows what runs, not the down section: \(plan.stdout)")
             let json = try project.strataOnBackend(["plan", "--sql", "--format", "json"])
             let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
@@ -109,7 +110,7 @@ final class CLITests: XCTestCase {
 
     func testAFileWithSectionMarkersIsRefusedUnlessItsFormatIsDeclared() throws {
         try forEachBackend { backend in
-            let project = try Project(self, backend: backend, files: ["sql/1_users.sql": MigrationTests.gooseFile])
+            let project = try Project(self, backend: backend, files: ["sql/1_users.sql": backend.kind == .sqlite ? MigrationTests.gooseFile : MigrationTests.postgresGooseFile])
             let validate = try project.strata(["validate"])
             XCTAssertEqual(validate.status, 1)
             XCTAssertTrue(validate.stderr.contains("sql/1_users.sql:1: '-- +goose Up' is a goose section marker"), validate.stderr)
@@ -242,8 +243,27 @@ final class CLITests: XCTestCase {
         }
     }
 
-    func testCommandsThatRefuseDoNotCreateTheDatabaseFile() throws {
+    func testADatabaseThatCannotBeWrittenIsRefusedBeforeAnythingRuns() throws {
         try forEachBackend { backend in
+            let project = try self.project(backend, manifest: { #"<manifest version="1">\#($0)<migrations directory="sql"/></manifest>"# },
+                                           files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+            XCTAssertEqual(try project.strataOnBackend(["migrate"]).status, 0)
+            try project.file("sql/2_b.sql", "CREATE TABLE b (x INTEGER);")
+            let readOnly = try backend.readOnlyLocation(project.root)
+            let before = try backend.storedState(at: project.root)
+            for format in ["text", "json"] {
+                let result = try runStrata(["migrate", "--manifest", project.manifestPath, "--database", readOnly, "--format", format],
+                                           in: project.root)
+                XCTAssertEqual(result.status, 3, "refused, the same on every backend: \(result.stderr)")
+                XCTAssertTrue(result.stderr.contains("is read-only"), result.stderr)
+                if format == "json" { XCTAssertTrue(result.stdout.contains(#""reason":"read-only""#), result.stdout) }
+            }
+            XCTAssertEqual(try backend.storedState(at: project.root), before, "nothing written")
+        }
+    }
+
+    func testCommandsThatRefuseDoNotCreateTheDatabaseFile() throws {
+        try forEachBackend(needing: .seeds) { backend in
             let project = try self.project(backend, manifest: { """
                 <manifest version="1">\($0)<migrations directory="sql"/>
                   <seeds><seed file="csv/t.csv" table="a"/></seeds></manifest>
@@ -286,7 +306,7 @@ final class CLITests: XCTestCase {
         let validate = try project.strata(["validate"])
         XCTAssertEqual(validate.status, 0, validate.stderr)
         XCTAssertEqual(validate.stdout, "ok: 3 migrations (SQLite 1, PostgreSQL 2), 0 seeds, 0 models\n")
-        XCTAssertTrue(validate.stderr.contains("the 2 migrations of the PostgreSQL plan were not checked ahead of time"), validate.stderr)
+        XCTAssertEqual(validate.stderr, "", "each plan is checked with its own dialect")
         let json = try project.strata(["validate", "--format", "json"])
         XCTAssertTrue(json.stdout.contains(#""migrations":3,"plans":{"sqlite":1,"postgresql":2}"#), json.stdout)
 
@@ -373,10 +393,7 @@ final class CLITests: XCTestCase {
             // This process plays a live runner of 2_none.sql: its row says running and it holds the step's lock.
             let db = try project.connection()
             try db.history.create()
-            try db.execute("""
-                INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner)
-                VALUES ('migration', '2_none.sql', 'x', 1, '2026-01-01T00:00:00Z', 'running', '0', 'elsewhere:1')
-                """)
+            try db.history.write(.leftBehind("2_none.sql", state: .running, runner: "elsewhere:1"))
             let lock = try XCTUnwrap(try db.stepLocks.claim(kind: .migration, id: "2_none.sql"))
             defer { lock.release() }
             let (process, _, err) = try startStrata(["migrate", "--manifest", project.manifestPath, "--database", project.location],
@@ -476,6 +493,7 @@ fileprivate extension TestBackend {
     func noDatabaseCreated(at root: URL) -> Bool {
         switch kind {
         case .sqlite: !FileManager.default.fileExists(atPath: location(root))
+        case .postgres: (try? PostgresTestDatabase(root).userTables().isEmpty) ?? false
         }
     }
 
@@ -484,6 +502,7 @@ fileprivate extension TestBackend {
     func storedState(at root: URL) throws -> Data {
         switch kind {
         case .sqlite: try Data(contentsOf: URL(fileURLWithPath: location(root)))
+        case .postgres: Data(try PostgresTestDatabase(root).contents().utf8)
         }
     }
 
@@ -492,6 +511,20 @@ fileprivate extension TestBackend {
     func writeIsUnderWay(at root: URL) -> Bool {
         switch kind {
         case .sqlite: FileManager.default.fileExists(atPath: location(root) + "-journal")
+        case .postgres: (try? PostgresTestDatabase(root).otherSessionHasWritten()) ?? false
+        }
+    }
+
+    /// A `--database` value naming the project's database so that it cannot be written (SQLite: a `mode=ro` URI,
+    /// which works as root too; PostgreSQL: sessions that start read-only, as on a standby).
+    func readOnlyLocation(_ root: URL) throws -> String {
+        switch kind {
+        case .sqlite: return "file:\(location(root))?mode=ro"
+        case .postgres:
+            let db = try PostgresTestDatabase(root).connection
+            let name = try XCTUnwrap(try db.scalar("SELECT current_database()", as: String.self))
+            try db.execute("ALTER DATABASE \(quoteIdentifier(name)) SET default_transaction_read_only = on")
+            return location(root)
         }
     }
 
@@ -499,6 +532,8 @@ fileprivate extension TestBackend {
     var integrityCheck: (sql: String, intact: String) {
         switch kind {
         case .sqlite: ("PRAGMA integrity_check", "ok")
+        // The server keeps its storage consistent itself; there is nothing for a client to check.
+        case .postgres: ("SELECT 'ok'", "ok")
         }
     }
 
@@ -506,6 +541,7 @@ fileprivate extension TestBackend {
     var syntaxError: String {
         switch kind {
         case .sqlite: "syntax error"
+        case .postgres: "syntax error"
         }
     }
 
@@ -513,6 +549,7 @@ fileprivate extension TestBackend {
     func zeroPadded(_ expression: String, width: Int) -> String {
         switch kind {
         case .sqlite: "printf('%0\(width)d', \(expression))"
+        case .postgres: "lpad((\(expression))::text, \(width), '0')"
         }
     }
 }

@@ -58,7 +58,7 @@ final class CrashInjectionTests: XCTestCase {
         let seed = UInt64(ProcessInfo.processInfo.environment["STRATA_CRASH_SEED"] ?? "") ?? 0x5EED
         let csv = Self.csv()
 
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             var random = SeededGenerator(state: seed)
 
             // Kill moments are spread over how long a whole run takes on this machine now (measured once on a
@@ -79,6 +79,7 @@ final class CrashInjectionTests: XCTestCase {
                 let wasRunning = process.isRunning
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
+                try backend.waitUntilKilledClientsAreGone(project.root)
 
                 let db = try project.connection()
                 let recorded = Set(try db.rows("SELECT identity FROM strata_history WHERE state IN ('applied', 'baseline')")
@@ -138,6 +139,27 @@ extension TestBackend {
     func schemaObjectNames(_ db: any DatabaseConnection) throws -> Set<String> {
         switch kind {
         case .sqlite: Set(try (db as! Database).schemaObjects().map(\.name))
+        case .postgres: Set(try db.rows("""
+            SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i', 'v')
+            UNION ALL SELECT t.tgname FROM pg_trigger t WHERE NOT t.tgisinternal
+            """).map { try $0.get(0, as: String.self) })
+        }
+    }
+
+    /// Waits until nothing of a killed client is still working on the database (PostgreSQL: its server process,
+    /// which runs on until it notices the client is gone, has left `pg_stat_activity`; SQLite: nothing to wait for).
+    func waitUntilKilledClientsAreGone(_ root: URL) throws {
+        switch kind {
+        case .sqlite: return
+        case .postgres:
+            let db = try PostgresTestDatabase(root).connection
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try db.scalar("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                """, as: Int.self) ?? 0 > 0 {
+                guard ContinuousClock.now < deadline else { return XCTFail("a killed client's server process did not end") }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
         }
     }
 
@@ -145,6 +167,11 @@ extension TestBackend {
     var crashItemsLogTrigger: String {
         switch kind {
         case .sqlite: "CREATE TRIGGER items_log AFTER DELETE ON items BEGIN INSERT INTO log VALUES (OLD.name); END;"
+        case .postgres: """
+            CREATE FUNCTION items_log_row() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO log VALUES (OLD.name); RETURN OLD; END $$;
+            CREATE TRIGGER items_log AFTER DELETE ON items FOR EACH ROW EXECUTE FUNCTION items_log_row();
+            """
         }
     }
 
@@ -153,6 +180,7 @@ extension TestBackend {
     var crashStatementOutsideTransactions: String {
         switch kind {
         case .sqlite: "VACUUM;"
+        case .postgres: "VACUUM;"
         }
     }
 }

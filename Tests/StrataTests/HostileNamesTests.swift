@@ -21,7 +21,7 @@ final class HostileNamesTests: XCTestCase {
     }
 
     func testSeedsAndModelsWorkWithHostileNames() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds, .models) { backend in
             let project = try Project(self, backend: backend, files: [
                 "sql/1.sql": Self.schema,
                 "csv/h.csv": "select,a b,\"c\"\"d\",e;f\n\"x'); DROP TABLE victim; --\",1,\"q\"\"q\",2.5\n"])

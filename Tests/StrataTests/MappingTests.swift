@@ -87,7 +87,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testEverySupportedTypeRoundTrips() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let store = ModelStore(database: try database(backend, Self.everythingSchema(backend)))
             var value = sample()
             value.id = try store.insert(value)
@@ -106,7 +106,7 @@ final class MappingTests: XCTestCase {
 
     func testDatesReadFromUnixSecondsAndUUIDsFromBlobs() throws {
         struct Stamp: Codable { var at: Date; var uuid: UUID }
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE stamp (at INTEGER, uuid \(backend.bytesType));")
             try db.execute("INSERT INTO stamp VALUES (86400, \(db.dialect.placeholder(1)))", [Data((0...15) as ClosedRange<UInt8>)])
             let stamp = try XCTUnwrap(ModelStore(database: db).fetchAll(Stamp.self).first)
@@ -117,7 +117,7 @@ final class MappingTests: XCTestCase {
 
     func testOptionalsReadNullAndMissingColumnsAsNil() throws {
         struct Partial: Codable { var id: Int; var missing: String?; var empty: Int? }
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE partial (id INTEGER, empty INTEGER); INSERT INTO partial VALUES (1, NULL);")
             let value = try XCTUnwrap(ModelStore(database: db).fetchAll(Partial.self).first)
             XCTAssertNil(value.missing)
@@ -126,7 +126,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testDefaultNamesSnakeCaseAndPluralTables() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, """
                 CREATE TABLE books (isbn TEXT PRIMARY KEY, title TEXT NOT NULL, author_id INTEGER NOT NULL,
                                     published_on TEXT, in_print INTEGER NOT NULL);
@@ -145,7 +145,7 @@ final class MappingTests: XCTestCase {
 
     func testExactNameMatchesComeFirst() throws {
         struct Reading: Codable, Equatable { var readingID: Int; var camelCase: String }
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             // Quoted, so every backend keeps the names' case as written.
             let db = try database(backend, #"CREATE TABLE "Reading" ("readingID" INTEGER PRIMARY KEY, "camelCase" TEXT);"#)
             let store = ModelStore(database: db)
@@ -156,7 +156,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testManifestMappingBeatsTheDefaults() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, """
                 CREATE TABLE catalogue (code TEXT PRIMARY KEY, name TEXT NOT NULL, author_id INTEGER NOT NULL,
                                         first_printed TEXT, in_print INTEGER NOT NULL);
@@ -175,7 +175,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testQueriesCountsAndDeletes() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE edition (isbn TEXT, number INTEGER, note TEXT, PRIMARY KEY (isbn, number));")
             let store = ModelStore(database: db)
             let p1 = db.dialect.placeholder(1)
@@ -199,7 +199,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testSaveInsertsThenUpdatesAndUpdateNeedsARow() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE member (id \(backend.autoIncrementingKey), name TEXT NOT NULL, joined_at TEXT NOT NULL);")
             let store = ModelStore(database: db)
             let member = Member(name: "Ada", joinedAt: Date(timeIntervalSince1970: 0))
@@ -219,7 +219,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testUpdateWritesNullForNilOptionals() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE edition (isbn TEXT, number INTEGER, note TEXT, PRIMARY KEY (isbn, number));")
             let store = ModelStore(database: db)
             try store.insert(Edition(isbn: "a", number: 1, note: "first"))
@@ -229,7 +229,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testBatchOfTenThousandRollsBackWhenOneRowFails() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE edition (isbn TEXT, number INTEGER CHECK (number <> 7777), note TEXT, PRIMARY KEY (isbn, number));")
             let store = ModelStore(database: db)
             let editions = (1...10_000).map { Edition(isbn: "x", number: $0, note: nil) }
@@ -246,7 +246,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testNonEncodableValuesGoThroughMirror() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE visits (id \(backend.autoIncrementingKey), member_name TEXT, at TEXT, priority INTEGER, notes TEXT);")
             let store = ModelStore(database: db)
             let id = try store.insert(Visit(id: nil, memberName: "Ada", at: Date(timeIntervalSince1970: 60), priority: .high, notes: nil))
@@ -264,7 +264,7 @@ final class MappingTests: XCTestCase {
     func testDecodingErrorsNameTypePropertyColumnRowAndValue() throws {
         struct Small: Codable { var id: Int; var tiny: Int8; var name: String }
         struct WithEnum: Codable { var genre: Genre }
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, """
                 CREATE TABLE small (id INTEGER, tiny INTEGER, name TEXT);
                 INSERT INTO small VALUES (1, 1, 'a'), (2, 300, 'b'), (3, 1, NULL);
@@ -289,7 +289,7 @@ final class MappingTests: XCTestCase {
 
     func testARealBeyondFloatsRangeIsAnErrorNotInfinity() throws {
         struct Measure: Codable { var id: Int; var value: Float; var maybe: Float? }
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, """
                 CREATE TABLE measure (id INTEGER, value DOUBLE PRECISION, maybe DOUBLE PRECISION);
                 INSERT INTO measure VALUES (1, 1e300, 2), (2, 1, -1e300);
@@ -307,7 +307,7 @@ final class MappingTests: XCTestCase {
     func testEncodingErrors() throws {
         struct Huge: Codable { var id: Int; var big: UInt64 }
         struct NoKey: Codable { var a: Int }
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let store = ModelStore(database: try database(backend, "CREATE TABLE huge (id INTEGER, big BIGINT);"))
             let error = assertThrows(MappingError.self) { try store.insert(Huge(id: 1, big: .max)) }
             XCTAssertTrue(error?.description.contains(backend.unsignedTooLarge) ?? false)
@@ -327,7 +327,7 @@ final class MappingTests: XCTestCase {
             var genre: Genre
         }
         struct Absent: Codable { var id: Int }
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, """
                 CREATE TABLE checked (id INTEGER PRIMARY KEY, name \(backend.bytesType) NOT NULL, score TEXT NOT NULL,
                                       loose INTEGER, flag INTEGER, genre TEXT NOT NULL);
@@ -343,7 +343,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testCheckModelsOfAManifestReportsMissingTablesAndColumns() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let project = try Project(self, backend: backend, files: [
                 "sql/1.sql": "CREATE TABLE books (isbn TEXT PRIMARY KEY, published_on TEXT);"])
             try project.file("manifest.xml", """
@@ -407,7 +407,7 @@ final class MappingTests: XCTestCase {
         }
         XCTAssertEqual(MemoryLayout<CircleKeys>.size, 1)
         XCTAssertEqual(MemoryLayout<IndexKey>.size, 8)
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, """
                 CREATE TABLE shapes (position INTEGER, kind TEXT, radius DOUBLE PRECISION, side DOUBLE PRECISION);
                 INSERT INTO shapes VALUES (1, 'circle', 1.5, 99), (2, 'square', 99, 2.5), (3, 'circle', 3.5, 99), (4, 'square', 99, 4.5);
@@ -421,7 +421,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testFetchingScalarsAndCursorStyleIteration() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE n (x INTEGER); INSERT INTO n VALUES (1), (2), (3);")
             let store = ModelStore(database: db)
             XCTAssertEqual(try store.fetchAll(Int.self, sql: "SELECT x FROM n ORDER BY x"), [1, 2, 3])
@@ -437,7 +437,7 @@ final class MappingTests: XCTestCase {
         struct F: Codable { var id: Int; var f: Flags }
         struct D: Codable { var id: Int; var d: Double }
         struct P: Codable { var id: Int; var amount: Decimal }
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let db = try Project(self, backend: backend, files: [:]).connection()
             let store = ModelStore(database: db)
             let p1 = db.dialect.placeholder(1)
@@ -476,7 +476,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testAKeyThatIsNotUniqueInTheTableIsRefusedBeforeAnyRowChanges() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let project = try Project(self, backend: backend, files: [:])
             let db = try project.connection()
             try db.execute("CREATE TABLE copies (title TEXT NOT NULL, shelf TEXT NOT NULL)")
@@ -500,7 +500,7 @@ final class MappingTests: XCTestCase {
     }
 
     func testAKeyMatchingAUniqueIndexOrThePrimaryKeyIsAccepted() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .models) { backend in
             let project = try Project(self, backend: backend, files: [:])
             let db = try project.connection()
             try db.execute("CREATE TABLE copies (id INTEGER PRIMARY KEY, title TEXT NOT NULL, shelf TEXT NOT NULL)")
@@ -530,6 +530,7 @@ fileprivate extension TestBackend {
     var autoIncrementingKey: String {
         switch kind {
         case .sqlite: "INTEGER PRIMARY KEY"
+        case .postgres: "bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"
         }
     }
 
@@ -537,6 +538,7 @@ fileprivate extension TestBackend {
     var bytesType: String {
         switch kind {
         case .sqlite: "BLOB"
+        case .postgres: "bytea"
         }
     }
 
@@ -544,6 +546,7 @@ fileprivate extension TestBackend {
     var checkViolation: String {
         switch kind {
         case .sqlite: "CHECK constraint failed"
+        case .postgres: "violates check constraint"
         }
     }
 
@@ -551,6 +554,7 @@ fileprivate extension TestBackend {
     var unsignedTooLarge: String {
         switch kind {
         case .sqlite: "does not fit SQLite's 64-bit signed integer"
+        case .postgres: "does not fit PostgreSQL's bigint"
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import Strata
 @testable import StrataCore
+@testable import StrataPostgres
 @testable import StrataSQLite
 
 /// The runner on every backend: each file exactly once, drift and checksums, history records, plan and status,
@@ -49,10 +50,12 @@ final class MigrationTests: XCTestCase {
             XCTAssertEqual(report.applied.map(\.id), ["1_ok.sql"])
             let failure = try XCTUnwrap(report.failure)
             XCTAssertEqual(failure.id, "2_bad.sql")
+            // SQLite places an error at the failing statement; PostgreSQL at the token its error position names.
+            let column = backend.kind == .sqlite ? 3 : 15
             XCTAssertEqual(failure.line, 3)
-            XCTAssertEqual(failure.column, 3)
+            XCTAssertEqual(failure.column, column)
             XCTAssertTrue(failure.message.contains(backend.noSuchTable("missing")), failure.message)
-            XCTAssertTrue(failure.description.hasSuffix("sql/2_bad.sql:3:3: " + failure.message), failure.description)
+            XCTAssertTrue(failure.description.hasSuffix("sql/2_bad.sql:3:\(column): " + failure.message), failure.description)
             let db = try project.connection()
             XCTAssertFalse(try db.tableExists("b"), "schema as before the file")
             XCTAssertEqual(try db.scalar("SELECT count(*) FROM a", as: Int.self), 1, "data as before the file")
@@ -207,10 +210,7 @@ final class MigrationTests: XCTestCase {
             let db = try project.connection()
             try db.history.create()
             // What a process killed during the file leaves behind: a running row whose process is gone.
-            try db.execute("""
-                INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner)
-                VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', 'running', '0', \(db.dialect.placeholder(1)))
-                """, ["\(ProcessInfo.processInfo.hostName):2147483000"])
+            try db.history.write(.leftBehind("1_none.sql", state: .running, runner: "\(ProcessInfo.processInfo.hostName):2147483000"))
             XCTAssertEqual(try project.migrator().status().map(\.state), [.dirty])
             let error = assertThrows(MigrationError.self) { try project.migrator().migrate() }
             XCTAssertTrue(error?.description.contains("never finished") ?? false, "\(String(describing: error))")
@@ -223,11 +223,8 @@ final class MigrationTests: XCTestCase {
     private func recordNoneStep(_ project: Project, state: String, runner: String) throws {
         let db = try project.connection()
         try db.history.create()
-        let parameter = db.dialect.placeholder
-        try db.execute("""
-            INSERT INTO strata_history (kind, identity, checksum, checksum_version, applied_at, state, tool_version, runner, error)
-            VALUES ('migration', '1_none.sql', 'x', 1, '2026-01-01T00:00:00Z', \(parameter(1)), '0', \(parameter(2)), \(parameter(3)))
-            """, [state, runner, state == "failed" ? "sql/1_none.sql:1:1: no such table: t" : nil])
+        try db.history.write(.leftBehind("1_none.sql", state: HistoryRecord.State(rawValue: state) ?? .failed, runner: runner,
+                                         error: state == "failed" ? "sql/1_none.sql:1:1: no such table: t" : nil))
     }
 
     /// The `<migrations>` of a project whose one file runs with `transaction="none"`.
@@ -474,6 +471,46 @@ final class MigrationTests: XCTestCase {
 
         """
 
+    /// `gooseFile` for PostgreSQL, line for line: the trigger is a function and a trigger calling it.
+    static let postgresGooseFile = """
+        -- +goose Up
+        -- +goose StatementBegin
+        CREATE TABLE users (
+            id INTEGER PRIMARY KEY,
+            email TEXT NOT NULL UNIQUE,
+            touched_at TEXT
+        );
+        -- +goose StatementEnd
+        -- +goose StatementBegin
+        CREATE FUNCTION users_touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            NEW.touched_at = CURRENT_TIMESTAMP; RETURN NEW;
+        END $$; CREATE TRIGGER users_touch BEFORE UPDATE OF email ON users FOR EACH ROW EXECUTE FUNCTION users_touch();
+        -- +goose StatementEnd
+
+        -- +goose Down
+        -- +goose StatementBegin
+        DROP TRIGGER users_touch ON users;
+        DROP TABLE users;
+        -- +goose StatementEnd
+
+        """
+
+    /// `sqlMigrateFile` for PostgreSQL, line for line.
+    static let postgresSQLMigrateFile = """
+
+        -- +migrate Up
+        CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT);
+        -- +migrate StatementBegin
+        CREATE FUNCTION people_name() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            NEW.name = trim(NEW.name); RETURN NEW;
+        END $$; CREATE TRIGGER people_name BEFORE INSERT ON people FOR EACH ROW EXECUTE FUNCTION people_name();
+        -- +migrate StatementEnd
+
+        -- +migrate Down
+        DROP TABLE people;
+
+        """
+
     /// As `dbmate new` writes it.
     static let dbmateFile = """
         -- migrate:up
@@ -637,7 +674,8 @@ final class MigrationTests: XCTestCase {
             let project = try Project(self, backend: backend, manifestBody: #"<migrations directory="sql" format="goose"/>"#,
                                       files: ["sql/1_users.sql": file])
             let failure = try XCTUnwrap(try project.migrator().migrate().failure)
-            XCTAssertEqual([failure.line, failure.column], [8, 1])
+            // SQLite places an error at the failing statement; PostgreSQL at the token its error position names.
+            XCTAssertEqual([failure.line, failure.column], [8, backend.kind == .sqlite ? 1 : 13])
             XCTAssertTrue(failure.message.contains(backend.noSuchTable("nowhere")), failure.message)
             XCTAssertFalse(try project.connection().tableExists("users"))
         }
@@ -652,6 +690,7 @@ extension TestBackend {
     fileprivate var statementOnlyOutsideATransaction: String {
         switch kind {
         case .sqlite: "VACUUM;"
+        case .postgres: "VACUUM;"
         }
     }
 
@@ -660,6 +699,7 @@ extension TestBackend {
     fileprivate var statementRefusedInATransactionalFile: (sql: String, message: String) {
         switch kind {
         case .sqlite: ("PRAGMA foreign_keys = OFF;", "PRAGMA foreign_keys is silently ignored")
+        case .postgres: ("CREATE DATABASE strata_never_created;", "cannot run inside a transaction")
         }
     }
 
@@ -668,13 +708,18 @@ extension TestBackend {
     fileprivate func foreignKeyViolation(table: String, key: Int64, parent: String) -> String {
         switch kind {
         case .sqlite: "\(table) row \(key) references a missing row in \(parent)"
+        case .postgres: "violates foreign key constraint"
         }
     }
 
     /// A new read-only connection to a project's database.
     fileprivate func openReadOnly(_ project: Project) throws -> any MigrationDatabase {
         switch kind {
-        case .sqlite: try Database(path: project.databasePath, configuration: .init(readOnly: true))
+        case .sqlite: return try Database(path: project.databasePath, configuration: .init(readOnly: true))
+        case .postgres:
+            let db = try PostgresConnection(url: project.location)
+            try db.execute("SET default_transaction_read_only = on")
+            return db
         }
     }
 
@@ -683,6 +728,7 @@ extension TestBackend {
     fileprivate func storedContent(_ project: Project) throws -> Data {
         switch kind {
         case .sqlite: try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
+        case .postgres: Data(try PostgresTestDatabase(project.root).contents().utf8)
         }
     }
 
@@ -692,6 +738,8 @@ extension TestBackend {
         switch kind {
         case .sqlite:
             FileManager.default.fileExists(atPath: StepLock.path(databasePath: project.databasePath, kind: stepKind, id: id))
+        case .postgres:
+            PostgresStepLocks(connection: try PostgresConnection(url: project.location)).isHeld(kind: stepKind, id: id)
         }
     }
 
@@ -699,6 +747,7 @@ extension TestBackend {
     fileprivate var toolFiles: (goose: String, sqlMigrate: String, dbmate: String) {
         switch kind {
         case .sqlite: (MigrationTests.gooseFile, MigrationTests.sqlMigrateFile, MigrationTests.dbmateFile)
+        case .postgres: (MigrationTests.postgresGooseFile, MigrationTests.postgresSQLMigrateFile, MigrationTests.dbmateFile)
         }
     }
 }

@@ -39,7 +39,7 @@ final class SeedingTests: XCTestCase {
     /// declares (`<column type=…>`: dates and datetimes stored as ISO-8601 text or unix seconds, booleans as 1/0).
     /// How SQLite classifies other declared types is `SQLiteSeedingTests.testTypedConversionsFromDeclaredTypesAndColumnOverrides`.
     func testTypedConversionsOfPortableColumnTypesAndColumnOverrides() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, price \(backend.seedColumnType(.real)),
                                 day TEXT, at TEXT, stamp INTEGER, raw \(backend.seedColumnType(.blob)), note TEXT, seen INTEGER);
@@ -69,7 +69,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testEveryConversionErrorNamesLineColumnValueAndType() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let cases: [(TestBackend.SeedColumnType, String, String)] = [
                 (.integer, "12x", "'12x' is not an integer"),
                 (.integer, "99999999999999999999", "is not an integer"),
@@ -100,7 +100,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testNullVersusEmptyAndNullToken() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, n INTEGER);",
                                       seeds: #"<seed file="csv/t.csv" table="t" null="\N"/>"#,
                                       files: ["csv/t.csv": "id,s,n\n1,,\n2,\"\",\\N\n3,\\N,5\n4,\"\\N\",\n"])
@@ -111,7 +111,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testNotNullColumnGetsAClearErrorInsteadOfASilentDefault() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds, .replaceMode) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL DEFAULT 'x');",
                                       seeds: #"<seed file="csv/t.csv" table="t" mode="replace"/>"#,
                                       files: ["csv/t.csv": "id,name\n1,a\n2,\n"])
@@ -122,7 +122,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testUnknownHeaderColumnsListTheTablesColumnsAndAbsentColumnsTakeDefaults() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let bad = try project(backend, schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, kind TEXT DEFAULT 'book');",
                                   seeds: #"<seed file="csv/t.csv" table="t"/>"#, files: ["csv/t.csv": "id,nmae,colour\n1,a,red\n"])
             let failure = try XCTUnwrap(try migrate(bad).failure)
@@ -138,7 +138,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testFieldCountMismatchAndMissingTable() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (a TEXT, b TEXT);",
                                       seeds: #"<seed file="csv/t.csv" table="t"/><seed file="csv/u.csv" table="nope"/>"#,
                                       files: ["csv/t.csv": "a,b\n1,2\n\n3\n", "csv/u.csv": "a\n1\n"])
@@ -152,7 +152,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testInsertModeConflictNamesTheRow() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER); INSERT INTO t VALUES ('b', 0);",
                                       seeds: #"<seed file="csv/t.csv" table="t" key="code"/>"#,
                                       files: ["csv/t.csv": "code,v\na,1\nb,2\n"])
@@ -165,7 +165,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testConstraintFailuresInsideAndAfterBatchesNameTheirLine() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             // Rows go 64 to a statement; a failing row in the middle of a batch, a duplicate within one batch,
             // and a failure in the last partial batch must each name their own line.
             for (failingRow, total) in [(45, 100), (100, 200), (70, 100), (99, 100), (3, 5)] {
@@ -186,7 +186,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testBatchesSpanningBufferRefillsLoadEveryRow() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             var csv = "id,body\n"
             let long = String(repeating: "x", count: 40_000)
             for i in 1...150 { csv += "\(i),\"\(i % 7 == 0 ? long : "short")\"\n" }
@@ -199,7 +199,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testIgnoreUpsertReplaceAndSyncModes() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds, .replaceMode) { backend in
             let schema = "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER, extra TEXT DEFAULT 'kept'); INSERT INTO t VALUES ('a', 0, 'old'), ('z', 9, 'old');"
             let file = ["csv/t.csv": "code,v\na,1\nb,2\n"]
             let expectations: [(String, [[DatabaseValue]])] = [
@@ -228,7 +228,7 @@ final class SeedingTests: XCTestCase {
         """
 
     func testReplaceDoesNotDeleteChildRowsOfReplacedParents() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds, .replaceMode) { backend in
             let project = try project(backend, schema: Self.authorsAndBooks, seeds: #"<seed file="csv/a.csv" table="author" mode="replace"/>"#,
                                       files: ["csv/a.csv": "id,name\n1,Ursula K. Le Guin\n2,N. K. Jemisin\n3,Butler\n"])
             let report = try migrate(project)
@@ -242,7 +242,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testReplaceConflictingWithTwoRowsIsAnErrorNotTwoDeletions() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds, .replaceMode) { backend in
             let project = try project(backend, schema: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, code TEXT UNIQUE, v TEXT);
                 INSERT INTO t VALUES (1, 'a', 'one'), (2, 'b', 'two');
@@ -255,7 +255,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testSyncRefusesToDeleteRowsOtherTablesReferenceNamingThem() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: Self.authorsAndBooks, seeds: #"<seed file="csv/a.csv" table="author" mode="sync" key="id"/>"#,
                                       files: ["csv/a.csv": "id,name\n1,Le Guin\n"])
             let failure = try XCTUnwrap(try migrate(project).failure)
@@ -275,7 +275,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testUpsertAndSyncRefuseANullKeyNamingLineAndColumn() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             for mode in [#"mode="sync" key="code""#, #"mode="upsert" key="code""#] {
                 let project = try project(backend, schema: "CREATE TABLE t (code TEXT UNIQUE, v INTEGER); INSERT INTO t VALUES ('stale', 0);",
                                           seeds: #"<seed file="csv/t.csv" table="t" \#(mode)/>"#, files: ["csv/t.csv": "code,v\na,1\n,2\n"])
@@ -288,7 +288,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testUnixSecondsAtTheEdgesOfInt64AreAConversionErrorNotATrap() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             for value in ["-9223372036854775808", "9223372036854775807", "-9223372036854775807", "-9223372036768375808"] {
                 for type in ["date", "datetime"] {
                     let project = try project(backend, schema: "CREATE TABLE t (d TEXT);",
@@ -303,7 +303,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testSyncWithCompositeKey() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: """
                 CREATE TABLE t (a INTEGER, b TEXT, v TEXT, PRIMARY KEY (a, b));
                 INSERT INTO t VALUES (1, 'x', 'old'), (1, 'y', 'old'), (2, 'x', 'old');
@@ -315,7 +315,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testUpsertKeyWithoutUniqueIndexIsAClearError() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (code TEXT, v INTEGER);",
                                       seeds: #"<seed file="csv/t.csv" table="t" mode="upsert" key="code"/>"#, files: ["csv/t.csv": "code,v\na,1\n"])
             let failure = try XCTUnwrap(try migrate(project).failure)
@@ -324,7 +324,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testBadValueOnRow50000LeavesTheTableUntouched() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             var csv = "id,v\n"
             for i in 1...60_000 { csv += i == 50_000 ? "\(i),oops\n" : "\(i),\(i * 2)\n" }
             let project = try project(backend, schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER); INSERT INTO t VALUES (0, 0);",
@@ -338,7 +338,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testContextsSelectSeeds() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             // The key numbers the rows as they are inserted, so the order below is the order the seeds ran.
             let project = try project(backend, schema: "CREATE TABLE t (\(backend.seedInsertionOrderKey("id")), v TEXT);", seeds: """
                 <seed file="csv/always.csv" table="t"/>
@@ -353,7 +353,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testChangedSeedIsDriftUnlessReapply() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER);", seeds: """
                 <seed file="csv/fixed.csv" table="t"/>
                 <seed file="csv/ref.csv" table="t" mode="sync" key="code" onChange="reapply"/>
@@ -375,7 +375,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testSeedAfterAMigrationRunsRightAfterIt() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, manifestBody: """
                 <migrations directory="sql"/>
                   <seeds><seed file="csv/t.csv" table="t" after="1_a.sql"/></seeds>
@@ -387,7 +387,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testSeedOnlyRunRefusesWhileMigrationsArePending() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (v TEXT);", seeds: #"<seed file="csv/t.csv" table="t"/>"#,
                                       files: ["csv/t.csv": "v\nx\n"])
             let error = assertThrows(MigrationError.self) { try migrate(project, MigrationOptions(includeMigrations: false)) }
@@ -420,7 +420,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testPlanAndStatusShowSeedRowCounts() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (v TEXT);", seeds: #"<seed file="csv/t.csv" table="t"/>"#,
                                       files: ["csv/t.csv": "v\n\"a\nb\"\nc\n"])
             XCTAssertEqual(try project.migrator().plan().steps.last?.rowCount, 2)
@@ -432,7 +432,7 @@ final class SeedingTests: XCTestCase {
     }
 
     func testIgnoreModeCountsTheRowsItInsertedNotTheRowsItSkipped() throws {
-        try forEachBackend { backend in
+        try forEachBackend(needing: .seeds) { backend in
             let rows = (1...100).map { "\($0),name \($0)" }.joined(separator: "\n")
             let project = try project(backend, manifestBody: """
                 <migrations directory="sql"/>
@@ -469,6 +469,16 @@ extension TestBackend {
             case .datetime: "DATETIME"
             case .blob: "BLOB"
             }
+        case .postgres:
+            switch type {
+            case .integer: "bigint"
+            case .real: "double precision"
+            case .numeric: "numeric"
+            case .boolean: "boolean"
+            case .date: "date"
+            case .datetime: "timestamptz"
+            case .blob: "bytea"
+            }
         }
     }
 
@@ -476,6 +486,7 @@ extension TestBackend {
     func seedUniqueViolation(_ table: String, _ column: String) -> String {
         switch kind {
         case .sqlite: "UNIQUE constraint failed: \(table).\(column)"
+        case .postgres: "duplicate key value violates unique constraint"
         }
     }
 
@@ -483,6 +494,7 @@ extension TestBackend {
     func seedInsertionOrderKey(_ name: String) -> String {
         switch kind {
         case .sqlite: "\(name) INTEGER PRIMARY KEY"
+        case .postgres: "\(name) bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"
         }
     }
 }

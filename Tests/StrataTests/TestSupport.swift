@@ -178,3 +178,13 @@ extension ModelStore {
     /// The SQLite connection the store reads and writes through.
     var sqlite: Database { database as! Database }
 }
+
+extension HistoryRecord {
+    /// The row a runner of a `transaction="none"` step leaves when it dies or fails (checksum `x`, version 1),
+    /// written through the history storage as Strata writes it.
+    static func leftBehind(_ id: String, state: State, runner: String, error: String? = nil) -> HistoryRecord {
+        HistoryRecord(kind: .migration, identity: id, checksum: "x", checksumVersion: 1, appliedAt: "2026-01-01T00:00:00Z",
+                      durationMs: nil, rowCount: nil, state: state, toolVersion: "0", appliedSQL: nil, runner: runner,
+                      error: error)
+    }
+}

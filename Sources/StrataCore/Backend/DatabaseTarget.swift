@@ -7,6 +7,8 @@ public protocol DatabaseTarget {
     /// Whether the database exists already; commands that only read do not create it.
     var exists: Bool { get }
     /// Opens it for a run that writes, creating it when absent, waiting up to `timeout` for another runner's lock.
+    /// A database that cannot be written (a read-only file, a hot standby) is refused with a `DatabaseError` of
+    /// kind `.readOnly` before anything runs.
     func openForWriting(timeout: Duration) throws -> any MigrationDatabase
     /// Opens it read-only; a database that does not exist yet reads as an empty one and is not created.
     func openForReading() throws -> any MigrationDatabase

@@ -98,6 +98,20 @@ package final class DecodingContext {
         return true
     }
 
+    /// The current row as a `T` the mapper reads from the first column itself (`readsRowAsOneValue`).
+    @usableFromInline
+    func decodeRowAsOneValue<T: Decodable>(_ type: T.Type) throws -> T {
+        try ColumnDecoder(context: self, column: 0, key: statement.layout.names.first ?? "").decode(T.self)
+    }
+
+    /// Whether a whole row read as `type` is read by the mapper from its first column: a `Date`, or a
+    /// `DatabaseValueConvertible` such as `Data` or `UUID`. Their own `init(from:)` would read a `Date` as seconds
+    /// since 2001 and refuse ISO-8601 text.
+    @inlinable
+    static func readsRowAsOneValue<T>(_ type: T.Type) -> Bool {
+        T.self == Date.self || T.self is any DatabaseValueConvertible.Type
+    }
+
     /// The column index for a coding key, or -1 when the result has no such column.
     @inlinable @inline(__always)
     package func column<Key: CodingKey>(for key: Key) -> Int32 {

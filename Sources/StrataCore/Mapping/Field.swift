@@ -161,6 +161,10 @@ package struct Field {
         if storage == .null { throw nullFailure(key) }
         if T.self == Date.self { return unsafeBitCast(try date(key()), to: T.self) }
         if let convertible = T.self as? any DatabaseValueConvertible.Type {
+            // Read through `DatabaseValue`, whose text replaces invalid UTF-8: refused here first, as `string` does.
+            if case .text(let bytes) = value, !Self.isExactly(String(decoding: bytes, as: UTF8.self), bytes) {
+                throw failure(key) { "is not valid UTF-8 text" }
+            }
             guard let converted = convertible.fromDatabaseValue(context.statement.value(at: column)) as? T else {
                 throw failure(key) { "does not convert to \(T.self)" }
             }

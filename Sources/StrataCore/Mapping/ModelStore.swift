@@ -79,11 +79,7 @@ public final class ModelStore {
     @inlinable
     public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none) throws -> [T] {
         var result: [T] = []
-        try decodeRows(T.self, sql: sql, arguments) { decoder, context in
-            while try context.nextRow() {
-                result.append(try T(from: decoder))
-            }
-        }
+        try forEach(T.self, sql: sql, arguments) { result.append($0) }
         return result
     }
 
@@ -91,9 +87,24 @@ public final class ModelStore {
     @inlinable
     public func forEach<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none,
                                       _ body: (T) throws -> Void) throws {
+        // Decided once, not per row (and at compile time where `T` is known).
+        if DecodingContext.readsRowAsOneValue(T.self) {
+            return try forEachValue(T.self, sql: sql, arguments, body)
+        }
         try decodeRows(T.self, sql: sql, arguments) { decoder, context in
             while try context.nextRow() {
                 try body(try T(from: decoder))
+            }
+        }
+    }
+
+    /// `forEach` for a type the mapper reads from a row's first column itself (`DecodingContext.readsRowAsOneValue`).
+    @usableFromInline
+    func forEachValue<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments,
+                                    _ body: (T) throws -> Void) throws {
+        try decodeRows(T.self, sql: sql, arguments) { _, context in
+            while try context.nextRow() {
+                try body(try context.decodeRowAsOneValue(T.self))
             }
         }
     }

@@ -41,6 +41,18 @@ public struct HistoryRecord: Sendable, Equatable {
     }
 
     /// The time a record is written, as `applied_at` holds it (ISO 8601, UTC).
+    /// A record read from a row of `strata_history` (its columns by name), as every backend's storage reads it.
+    package init(row: Row) throws {
+        self.init(
+            kind: StepKind(rawValue: try row.get("kind")) ?? .migration,
+            identity: try row.get("identity"), checksum: try row.get("checksum"),
+            checksumVersion: try row.get("checksum_version"), appliedAt: try row.get("applied_at"),
+            durationMs: try row.get("duration_ms"), rowCount: try row.get("row_count"),
+            state: HistoryRecord.State(rawValue: try row.get("state")) ?? .failed,
+            toolVersion: try row.get("tool_version"), appliedSQL: try row.get("applied_sql"),
+            runner: try row.get("runner"), error: try row.get("error"))
+    }
+
     static func now() -> String {
         ISO8601.format(Date())
     }

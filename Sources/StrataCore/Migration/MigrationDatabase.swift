@@ -40,6 +40,31 @@ public protocol MigrationDatabase: DatabaseConnection {
     func finishRollback() throws
     /// Where a seed's rows go.
     func seedTarget(_ seed: SeedStep) throws -> any SeedTarget
+    /// Bounds the statements of the step about to run (`StatementLimits`). Called first inside a transactional
+    /// step's `withWriteLock`, where the bounds end with its transaction, and before a `transaction="none"` file
+    /// runs, where they last until the session snapshot taken before the step is restored. A statement that gives up
+    /// waiting for a lock throws `.lockNotAvailable`. Backends without such settings leave it at the default,
+    /// which does nothing.
+    func limitStatements(_ limits: StatementLimits, insideTransaction: Bool) throws
+}
+
+extension MigrationDatabase {
+    /// A backend without per-statement bounds runs steps as they are (SQLite: its write lock is taken before a step
+    /// runs, so no statement waits for a lock part-way, and the busy timeout bounds that one wait).
+    public func limitStatements(_ limits: StatementLimits, insideTransaction: Bool) throws {}
+}
+
+/// How long the statements of one step may wait for locks and run, as `MigrationOptions` sets them for it.
+public struct StatementLimits: Sendable, Equatable {
+    /// How long a statement may wait for a lock before it gives up (`.lockNotAvailable`); `.zero`: no limit.
+    public var lockTimeout: Duration
+    /// How long a statement may run; `.zero`: no limit; nil: the database's own setting.
+    public var statementTimeout: Duration?
+
+    public init(lockTimeout: Duration, statementTimeout: Duration?) {
+        self.lockTimeout = lockTimeout
+        self.statementTimeout = statementTimeout
+    }
 }
 
 /// Reads and writes `strata_history`: one row per step, the same columns on every backend (see the README).

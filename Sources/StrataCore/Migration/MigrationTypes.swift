@@ -14,10 +14,30 @@ public struct MigrationOptions: Sendable, Equatable {
     public var expectedPlanID: String?
     /// Checked between steps: once cancelled, `migrate` stops after the current step (see `MigrationCancellation`).
     public var cancellation: MigrationCancellation?
+    /// How long each statement of a transactional step may wait for a lock (PostgreSQL's `lock_timeout`, set for
+    /// the step's transaction only); `.zero`: as long as it takes. A statement waiting for a lock holds its place
+    /// in the lock's queue, and every later query on that table queues behind it, so a migration stuck behind one
+    /// long transaction would stall the application: it gives up instead, its step is rolled back and tried again
+    /// (`lockRetries`). `transaction="none"` steps run without a lock timeout (see the README). SQLite ignores it:
+    /// its write lock is taken before a step runs, waiting up to the connection's busy timeout.
+    public var lockTimeout: Duration
+    /// How many times a transactional step that failed only because a statement gave up waiting for a lock
+    /// (`DatabaseError.Kind.lockNotAvailable`) is rolled back and run again from the start; 0: never.
+    public var lockRetries: Int
+    /// The pause before the first retry; each later one is twice as long, up to `maximumLockRetryDelay`. No lock is
+    /// held during the pause, so the queries queued behind the step run.
+    public var lockRetryDelay: Duration
+    /// How long each statement of every step may run (PostgreSQL's `statement_timeout`; a statement that runs longer
+    /// fails its step, which is not retried); nil: the server's own setting, `.zero`: no limit. SQLite ignores it.
+    public var statementTimeout: Duration?
+
+    /// The longest pause between two attempts of a step, however many retries came before.
+    public static let maximumLockRetryDelay: Duration = .seconds(10)
 
     public init(contexts: Set<String> = [], strictOrder: Bool = false, includeMigrations: Bool = true,
                 includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60), expectedPlanID: String? = nil,
-                cancellation: MigrationCancellation? = nil) {
+                cancellation: MigrationCancellation? = nil, lockTimeout: Duration = .seconds(5), lockRetries: Int = 5,
+                lockRetryDelay: Duration = .milliseconds(500), statementTimeout: Duration? = nil) {
         self.contexts = contexts
         self.strictOrder = strictOrder
         self.includeMigrations = includeMigrations
@@ -25,6 +45,10 @@ public struct MigrationOptions: Sendable, Equatable {
         self.waitTimeout = waitTimeout
         self.expectedPlanID = expectedPlanID
         self.cancellation = cancellation
+        self.lockTimeout = lockTimeout
+        self.lockRetries = lockRetries
+        self.lockRetryDelay = lockRetryDelay
+        self.statementTimeout = statementTimeout
     }
 }
 
@@ -92,6 +116,8 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
              planChanged = "plan-changed"
         /// The database's backend is not one the manifest has migrations for (every migration is marked for another).
         case backend
+        /// The database cannot be written (a read-only file, a hot standby).
+        case readOnly = "read-only"
         /// The database cannot load a seed the way its mode says (`SQLDialect.seedRefusal`).
         case seedMode = "seed-mode"
     }
@@ -99,6 +125,12 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
     public let reason: Reason
     public let id: String
     public let message: String
+
+    public init(reason: Reason, id: String, message: String) {
+        self.reason = reason
+        self.id = id
+        self.message = message
+    }
 
     public var description: String { message }
 }
@@ -123,6 +155,10 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// What the failed step left in the database.
     public var aftermath = Aftermath.rolledBack
+    /// The database's error that failed the step, when it was one: its kind tells what could help (a step that
+    /// failed with `.lockNotAvailable` may succeed when run again), its code what the database said. Nil for
+    /// failures Strata found itself (a foreign key violation, an unreadable file).
+    public var databaseError: DatabaseError?
 
     /// What a failed step left behind.
     public enum Aftermath: Sendable, Equatable {
@@ -158,6 +194,14 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
     func partlyApplied(_ kept: String) -> StepFailure {
         var failure = self
         failure.aftermath = .partlyApplied(kept)
+        return failure
+    }
+
+    /// The same failure with another message (place, aftermath and database error kept).
+    func with(message: String) -> StepFailure {
+        var failure = StepFailure(kind: kind, id: id, file: file, line: line, column: column, message: message)
+        failure.aftermath = aftermath
+        failure.databaseError = databaseError
         return failure
     }
 }
@@ -235,6 +279,10 @@ public enum MigrationEvent: Sendable {
     /// A migration file being read and run; reported per chunk read (1 MiB).
     case scriptProgress(id: String, bytesRead: Int, totalBytes: Int)
     case waiting(String)
+    /// A transactional step failed because a statement gave up waiting for a lock; it was rolled back and runs
+    /// again after `delay`. `retry` counts from 1 up to `of` (`MigrationOptions.lockRetries`); `reason` is the
+    /// failure (`file:line:column: message`, naming the session that held the lock where the database can tell).
+    case retrying(id: String, retry: Int, of: Int, delay: Duration, reason: String)
     /// Something the run found worth saying that stops nothing (foreign key violations that predate it).
     case notice(String)
 }

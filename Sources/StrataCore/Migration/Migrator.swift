@@ -47,9 +47,9 @@ public struct Migrator {
     }
 
     /// What `strata validate` checks without a database: the plan of each backend the manifest is for
-    /// (`Manifest.validatedBackends`), with that backend's dialect. A backend `dialect` has none for is not
-    /// linted, and a warning says so. A file in several plans is reported once per distinct finding.
-    public static func lint(_ manifest: Manifest, dialect: (DatabaseBackend) -> (any SQLDialect)?)
+    /// (`Manifest.validatedBackends`), with that backend's dialect. A file in several plans is reported once per
+    /// distinct finding.
+    public static func lint(_ manifest: Manifest, dialect: (DatabaseBackend) -> any SQLDialect)
         -> (problems: [ManifestProblem], warnings: [ManifestProblem]) {
         var problems: [ManifestProblem] = []
         var warnings: [ManifestProblem] = []
@@ -59,14 +59,7 @@ public struct Migrator {
         for backend in manifest.validatedBackends {
             let migrations = manifest.migrations(for: backend)
             add(lintWarnings(migrations), to: &warnings)
-            guard let dialect = dialect(backend) else {
-                let location = migrations.first?.location ?? SourceLocation(path: manifest.path, line: 1)
-                add([ManifestProblem(location,
-                    "the \(migrations.count) migration\(migrations.count == 1 ? "" : "s") of the \(backend.displayName) plan "
-                    + "\(migrations.count == 1 ? "was" : "were") not checked ahead of time: this build has no \(backend.displayName) dialect")],
-                    to: &warnings)
-                continue
-            }
+            let dialect = dialect(backend)
             add(lint(migrations, dialect: dialect), to: &problems)
             add(manifest.plan(for: backend).compactMap { step in
                 guard case .seed(let seed) = step, let reason = dialect.seedRefusal(seed) else { return nil }
@@ -300,15 +293,18 @@ public struct Migrator {
             let snapshot = planned.step.kind == .migration ? try database.sessionSnapshot() : nil
             progress?(.started(planned.step, planned.reason))
             do {
-                let started = ContinuousClock.now
                 let outcome: StepOutcome
                 switch planned.step {
                 case .migration(let migration) where migration.runsInTransaction:
-                    outcome = try applyInTransaction(migration, foreignKeys, progress)
+                    outcome = try retryingLockTimeouts(planned.step, options, snapshot, progress) {
+                        try applyInTransaction(migration, options, foreignKeys, progress)
+                    }
                 case .migration(let migration):
                     outcome = try applyOutsideTransaction(migration, options, foreignKeys, progress)
                 case .seed(let seed):
-                    outcome = try applySeed(seed, started: started, progress)
+                    outcome = try retryingLockTimeouts(planned.step, options, nil, progress) {
+                        try applySeed(seed, options, started: ContinuousClock.now, progress)
+                    }
                 }
                 switch outcome {
                 case .applied(let rows, let durationMs):
@@ -373,13 +369,75 @@ public struct Migrator {
     /// Thrown while waiting for another process's step once the run is cancelled; nothing was claimed.
     private struct Cancelled: Error {}
 
-    private func applyInTransaction(_ migration: MigrationStep, _ foreignKeys: any ForeignKeyBaseline,
+    /// Runs a transactional step (`attempt`) and, when it failed only because a statement gave up waiting for a
+    /// lock (`DatabaseError.Kind.lockNotAvailable`: the step was rolled back), runs it again from the start, history
+    /// checked again, up to `options.lockRetries` times. Each pause is twice the one before (from
+    /// `options.lockRetryDelay`, up to `MigrationOptions.maximumLockRetryDelay`) and holds no lock, so what queued
+    /// behind the step's lock request runs meanwhile and the session holding the lock may finish. The decision is
+    /// made on the error's kind, which the backend sets from its own codes.
+    private func retryingLockTimeouts(_ step: PlanStep, _ options: MigrationOptions, _ snapshot: (any SessionSnapshot)?,
+                                      _ progress: ((MigrationEvent) -> Void)?,
+                                      _ attempt: () throws -> StepOutcome) throws -> StepOutcome {
+        let started = ContinuousClock.now
+        var retries = 0
+        var delay = options.lockRetryDelay
+        while true {
+            let failure: StepFailure
+            do {
+                return try attempt()
+            } catch let error as StepFailure where error.databaseError?.kind == .lockNotAvailable {
+                failure = error
+            } catch let error as DatabaseError where error.kind == .lockNotAvailable {
+                // A statement of Strata's own (the history check, say) gave up: the step's failure all the same.
+                failure = StepFailure(kind: step.kind, id: step.id, file: displayPath(step.filePath), line: nil,
+                                      column: nil, message: error.message, databaseError: error)
+            }
+            guard retries < max(options.lockRetries, 0) else {
+                guard retries > 0 else { throw failure }
+                let seconds = Double(milliseconds(since: started)) / 1000
+                throw failure.with(message: failure.message
+                    + "; gave up after \(retries + 1) attempts in \(String(format: "%.1f", seconds)) s (\(retries) retr\(retries == 1 ? "y" : "ies")); run again once the session holding the lock is done, or raise --lock-timeout or --lock-retries")
+            }
+            retries += 1
+            progress?(.retrying(id: step.id, retry: retries, of: options.lockRetries, delay: delay, reason: failure.description))
+            // What the rolled-back attempt changed on the connection outside its transaction does not reach the next.
+            do { try snapshot?.restore() } catch { throw failure }
+            try pause(delay, options.cancellation)
+            delay = min(delay * 2, max(MigrationOptions.maximumLockRetryDelay, options.lockRetryDelay))
+        }
+    }
+
+    /// Sleeps for `delay`, throwing `Cancelled` as soon as the run is cancelled (the step is not applied and holds
+    /// nothing, so it is simply not run).
+    private func pause(_ delay: Duration, _ cancellation: MigrationCancellation?) throws {
+        let end = ContinuousClock.now + delay
+        while ContinuousClock.now < end {
+            if cancellation?.isCancelled == true { throw Cancelled() }
+            let left = end - ContinuousClock.now
+            let slice = min(left, .milliseconds(50))
+            Thread.sleep(forTimeInterval: Double(slice.components.seconds) + Double(slice.components.attoseconds) / 1e18)
+        }
+        if cancellation?.isCancelled == true { throw Cancelled() }
+    }
+
+    /// The bounds a step's statements run with. A `transaction="none"` step gets no lock timeout: its statements
+    /// cannot be rolled back, so it is never retried, and giving up part-way would leave it partly applied (and a
+    /// `CREATE INDEX CONCURRENTLY`, whose wait for older transactions blocks no one, an invalid index). A none file
+    /// whose waits would block others sets its own `lock_timeout`.
+    private func limits(_ options: MigrationOptions, insideTransaction: Bool) -> StatementLimits {
+        StatementLimits(lockTimeout: insideTransaction ? max(options.lockTimeout, .zero) : .zero,
+                        statementTimeout: options.statementTimeout.map { max($0, .zero) })
+    }
+
+    private func applyInTransaction(_ migration: MigrationStep, _ options: MigrationOptions,
+                                    _ foreignKeys: any ForeignKeyBaseline,
                                     _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let started = ContinuousClock.now
         do {
             return try reportingLockTimeout {
                 try database.withForeignKeys(enforced: migration.enforcesForeignKeys) {
                     try database.withWriteLock {
+                        try database.limitStatements(limits(options, insideTransaction: true), insideTransaction: true)
                         try history.create()
                         if let record = try history.record(kind: .migration, identity: migration.id), record.state != .deleted {
                             try check(record, checksum: self.checksum(of: .migration(migration), version: record.checksumVersion), id: migration.id)
@@ -397,7 +455,8 @@ public struct Migrator {
                                 appliedSQL: ran.text, runner: nil, error: nil))
                         } catch let error as DatabaseError where error.kind != .busy {
                             throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path),
-                                              line: nil, column: nil, message: "could not record the step: \(error.message)")
+                                              line: nil, column: nil, message: "could not record the step: \(error.message)",
+                                              databaseError: error)
                         }
                         return .applied(rows: nil, durationMs: durationMs)
                     }
@@ -412,6 +471,14 @@ public struct Migrator {
                                          _ foreignKeys: any ForeignKeyBaseline,
                                          _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let (text, checksum) = try read(migration)
+        do {
+            // Set for the session before the claim; the session snapshot taken before the step undoes it after.
+            try database.limitStatements(limits(options, insideTransaction: false), insideTransaction: false)
+        } catch let error as DatabaseError {
+            throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                              column: nil, message: "could not set the step's timeouts: \(error.message)",
+                              databaseError: error)
+        }
         let deadline = ContinuousClock.now + options.waitTimeout
         // Held from before the `running` row is committed until after the final row is: while the row says
         // `running`, the lock tells whether this process is still at it. The kernel releases it if we die.
@@ -495,7 +562,8 @@ public struct Migrator {
                 try history.write(record)
                 return
             } catch let error as DatabaseError {
-                if error.kind == .busy && ContinuousClock.now < deadline {
+                // A lock timeout the file set for its session is waited out the same way.
+                if (error.kind == .busy || error.kind == .lockNotAvailable) && ContinuousClock.now < deadline {
                     progress?(.waiting("\(migration.id) ran; waiting for the write lock to record it"))
                     continue
                 }
@@ -546,11 +614,12 @@ public struct Migrator {
         }
     }
 
-    private func applySeed(_ seed: SeedStep, started: ContinuousClock.Instant,
+    private func applySeed(_ seed: SeedStep, _ options: MigrationOptions, started: ContinuousClock.Instant,
                            _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         do {
             return try reportingLockTimeout {
                 try database.withWriteLock {
+                    try database.limitStatements(limits(options, insideTransaction: true), insideTransaction: true)
                     try history.create()
                     if let record = try history.record(kind: .seed, identity: seed.id), record.state != .deleted {
                         let checksum = try self.checksum(of: .seed(seed), version: record.checksumVersion)
@@ -573,7 +642,7 @@ public struct Migrator {
                                           column: error.column, message: error.message)
                     } catch let error as DatabaseError where error.kind != .busy {
                         throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
-                                          message: error.message)
+                                          message: error.message, databaseError: error)
                     }
                     let checksum = try loaded.checksum ?? self.checksum(of: .seed(seed), version: Checksum.algorithmVersion)
                     let durationMs = milliseconds(since: started)
@@ -682,7 +751,9 @@ public struct Migrator {
         } catch let error as DatabaseError {
             let message = error.line == nil && error.kind == .cannotOpen
                 ? "cannot read the migration file (\(error.message))" : error.message
-            throw failure(message, line: error.line, column: error.column)
+            var failed = failure(message, line: error.line, column: error.column)
+            failed.databaseError = error
+            throw failed
         }
         do {
             return (try hasher.finish(), kept.map { Checksum.normalizedText($0) })
@@ -702,7 +773,9 @@ public struct Migrator {
         do {
             violations = try baseline.newViolations()
         } catch let error as DatabaseError where error.kind != .busy {
-            throw failure("foreign key check could not run: \(error.message) (a REFERENCES clause must name the parent's primary key or a UNIQUE column)")
+            var failed = failure("foreign key check could not run: \(error.message) (a REFERENCES clause must name the parent's primary key or a UNIQUE column)")
+            failed.databaseError = error
+            throw failed
         }
         guard !violations.isEmpty else { return }
         let shown = violations.prefix(10).map(\.description).joined(separator: "; ")

@@ -50,8 +50,14 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
 
     /// What went wrong, in terms that do not depend on one database's result codes.
     public enum Kind: String, Sendable, Equatable {
-        /// Another connection held a lock past the busy or lock timeout.
+        /// Another connection held a lock past the busy timeout (or the wait for it was given up: a deadlock, a
+        /// cancelled or timed-out statement).
         case busy
+        /// A statement gave up waiting for a lock another session held, at the lock timeout the step runs with
+        /// (PostgreSQL's `lock_timeout`, or `NOWAIT`). Nothing is wrong with the statement, and the transaction it
+        /// ran in was rolled back: run again once that session is done, the same step can succeed. The runner
+        /// retries transactional steps that fail this way (`MigrationOptions.lockRetries`).
+        case lockNotAvailable
         /// A constraint (UNIQUE, NOT NULL, CHECK, FOREIGN KEY) refused the change.
         case constraint
         /// The database or its file is read-only.

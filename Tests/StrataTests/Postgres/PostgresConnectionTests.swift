@@ -89,6 +89,29 @@ final class PostgresConnectionTests: XCTestCase {
         XCTAssertEqual(try db.columns(in: "missing"), [])
     }
 
+    func testTheSchemaTextCoversEachKindOfObjectAndLeavesOutStratasHistory() throws {
+        let db = try connection()
+        for statement in [
+            "CREATE TYPE mood AS ENUM ('sad', 'ok')",
+            "CREATE TABLE person (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text NOT NULL DEFAULT 'x', m mood)",
+            "CREATE INDEX person_name ON person (name)",
+            "CREATE VIEW named AS SELECT name FROM person",
+            "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$",
+            "CREATE TRIGGER person_touch BEFORE UPDATE ON person FOR EACH ROW EXECUTE FUNCTION touch()",
+        ] { try db.execute(statement) }
+        try db.history.create()
+        let text = try PostgresSchema(connection: db).text()
+        for expected in ["CREATE TYPE public.mood AS ENUM ('sad', 'ok');", "CREATE TABLE public.person (",
+                         "    name text NOT NULL DEFAULT 'x'::text", "CONSTRAINT person_pkey PRIMARY KEY (id)",
+                         "CREATE INDEX person_name ON public.person USING btree (name);", "CREATE VIEW public.named AS",
+                         "CREATE OR REPLACE FUNCTION public.touch()", "CREATE TRIGGER person_touch BEFORE UPDATE ON public.person",
+                         "CREATE SEQUENCE public.person_id_seq AS bigint"] {
+            XCTAssertTrue(text.contains(expected), "\(expected) in:\n\(text)")
+        }
+        XCTAssertFalse(text.contains("strata_history"), text)
+        XCTAssertEqual(text, try PostgresSchema(connection: db).text(), "the same text every time")
+    }
+
     func testAPasswordNeverAppearsInAConnectionError() throws {
         let server = try PostgresServer.shared()
         let url = server.url(database: "no_such_database_here").replacingOccurrences(of: "postgresql://postgres@", with: "postgresql://postgres:s3cr%40t@")
@@ -97,7 +120,7 @@ final class PostgresConnectionTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("•••"), "\(error)")
             XCTAssertEqual((error as? DatabaseError)?.kind, .cannotOpen)
         }
-        XCTAssertEqual(PostgresURL.redacted("postgres://u:p%40ss@h:5/db?password=x&sslmode=require"),
+        XCTAssertEqual(DatabaseURL.redacted("postgres://u:p%40ss@h:5/db?password=x&sslmode=require"),
                        "postgres://u:•••@h:5/db?password=•••&sslmode=require")
     }
 }

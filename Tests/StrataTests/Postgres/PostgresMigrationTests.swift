@@ -159,6 +159,47 @@ final class PostgresMigrationTests: XCTestCase {
         XCTAssertNoThrow(try impatient.withWriteLock {})
     }
 
+    func testAFunctionThatWritesTheHistoryIsStoppedByTheTablesGuard() throws {
+        // The lint cannot see into a function body; the history table's own trigger refuses the write.
+        let (migrator, db, _) = try project([
+            "001_a.sql": "CREATE TABLE a (id int);",
+            "002_launder.sql": """
+                CREATE FUNCTION launder() RETURNS void LANGUAGE plpgsql AS $$ BEGIN DELETE FROM strata_history; END $$;
+                SELECT launder();
+                """,
+        ])
+        let report = try migrator.migrate()
+        XCTAssertEqual(report.applied.map(\.id), ["001_a.sql"])
+        let failure = try XCTUnwrap(report.failure)
+        XCTAssertTrue(failure.message.contains("Strata's record of what was applied"), failure.message)
+        XCTAssertEqual(try db.history.all().map(\.identity), ["001_a.sql"])
+        XCTAssertThrowsError(try db.execute("TRUNCATE strata_history")) { error in
+            XCTAssertEqual((error as? DatabaseError)?.kind, .authorization)
+        }
+        XCTAssertThrowsError(try db.execute("UPDATE strata_history SET state = 'applied'"))
+        // Strata's own writes pass: resolving and rerunning work as before.
+        XCTAssertNoThrow(try db.history.delete(kind: .migration, identity: "001_a.sql"))
+        XCTAssertEqual(try db.history.all(), [])
+    }
+
+    func testTheExampleDatabaseMigratesOnPostgreSQLAndARerunDoesNothing() throws {
+        let root = try makeTemporaryDirectory(self)
+        let url = try PostgresServer.shared().url(for: root)
+        let arguments = ["migrate", "--manifest", "manifests/example.xml", "--database", url, "--context", "dev"]
+        let first = try runStrata(arguments, in: repositoryRoot())
+        XCTAssertEqual(first.status, 0, first.stderr)
+        let db = try PostgresConnection(url: url)
+        XCTAssertEqual(try db.history.all().map(\.identity), ["001_create_authors.sql", "authors.csv", "002_create_books.sql",
+                                                            "003_create_members_and_loans.sql", "004_vacuum.sql",
+                                                            "books.csv", "members.csv", "demo_loans.csv"])
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM current_loans", as: Int.self),
+                       try db.scalar("SELECT count(*) FROM loans WHERE returned_at IS NULL", as: Int.self))
+        XCTAssertEqual(try db.scalar("SELECT in_print FROM books WHERE isbn = '9780547773742'", as: Bool.self), true)
+        let again = try runStrata(arguments, in: repositoryRoot())
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertTrue(again.stdout.contains("Nothing to do"), again.stdout)
+    }
+
     func testAServerThatCannotBeWrittenIsRefusedBeforeAnythingRuns() throws {
         let (_, db, root) = try project(["001.sql": "CREATE TABLE t (id int);"])
         let url = try PostgresServer.shared().url(for: root)

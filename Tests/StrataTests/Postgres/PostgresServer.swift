@@ -138,6 +138,9 @@ final class PostgresServer: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else is inherited: a server outliving a killed test run must not hold the test process's
+        // descriptors (a build lock, a pipe another process waits on).
+        closeOnExec()
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
@@ -153,6 +156,14 @@ final class PostgresServer: @unchecked Sendable {
             throw SkipReason(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
         }
         return text
+    }
+
+    /// Marks every descriptor above stderr close-on-exec, so programs started here inherit none of them.
+    private static func closeOnExec() {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+        for descriptor in entries.compactMap({ Int32($0) }) where descriptor > 2 {
+            _ = fcntl(descriptor, F_SETFD, fcntl(descriptor, F_GETFD) | FD_CLOEXEC)
+        }
     }
 
     private static func capture(_ executable: String, _ arguments: [String]) throws -> String {

@@ -14,7 +14,7 @@ final class SQLiteCommandTests: XCTestCase {
     func testValidateTheExampleAndRefusesVACUUMInsideATransaction() throws {
         let ok = try runStrata(["validate", "--manifest", "manifests/example.xml"], in: repositoryRoot())
         XCTAssertEqual(ok.status, 0, ok.stderr)
-        XCTAssertEqual(ok.stdout, "ok: 4 migrations, 4 seeds, 2 models\n")
+        XCTAssertEqual(ok.stdout, "ok: 8 migrations (SQLite 4, PostgreSQL 4), 4 seeds, 2 models\n")
 
         let sqlProblem = try Project(self, files: ["sql/1_a.sql": "VACUUM;"])
         let lint = try sqlProblem.strata(["validate"])

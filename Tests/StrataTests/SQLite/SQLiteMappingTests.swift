@@ -128,6 +128,50 @@ final class SQLiteMappingTests: XCTestCase {
         }
     }
 
+    func testAWholeRowReadAsADateFollowsTheMappersRulesNotFoundations() throws {
+        // Date's own init(from:) counts seconds from 2001 and refuses text.
+        let store = ModelStore(database: try Database())
+        XCTAssertEqual(try store.fetchAll(Date.self, sql: "SELECT 0"), [Date(timeIntervalSince1970: 0)])
+        XCTAssertEqual(try store.fetchAll(Date.self, sql: "SELECT '2024-01-01T00:00:00Z'"),
+                       [Date(timeIntervalSince1970: 1_704_067_200)])
+        XCTAssertEqual(try store.fetchAll(UUID.self, sql: "SELECT 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'").map(\.uuidString),
+                       ["A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11"])
+        XCTAssertEqual(try store.fetchAll(Int.self, sql: "SELECT 7"), [7])
+        XCTAssertThrowsError(try store.fetchAll(Date.self, sql: "SELECT 'someday'"))
+    }
+
+    func testTextThatIsNotUTF8IsAnErrorWhateverTypeReadsIt() throws {
+        struct Email: DatabaseValueConvertible, Decodable {
+            var address: String
+            var databaseValue: DatabaseValue { .text(address) }
+            static func fromDatabaseValue(_ value: DatabaseValue) -> Email? {
+                if case .text(let text) = value { return Email(address: text) }
+                return nil
+            }
+            init(address: String) { self.address = address }
+            init(from decoder: any Decoder) throws { address = try decoder.singleValueContainer().decode(String.self) }
+        }
+        struct Explicit: Decodable {
+            var text: String?
+            enum CodingKeys: String, CodingKey { case text }
+            init(from decoder: any Decoder) throws {
+                text = try decoder.container(keyedBy: CodingKeys.self).decode(String?.self, forKey: .text)
+            }
+        }
+        struct Bytes: Decodable { var text: Data }
+        struct Wrapped: Decodable { var text: Email }
+        let db = try database("CREATE TABLE note (text TEXT); INSERT INTO note VALUES (CAST(x'41FF42' AS TEXT));")
+        let store = ModelStore(database: db)
+        let sql = "SELECT text FROM note"
+        for (name, read) in [("String?", { _ = try store.fetchAll(Explicit.self, sql: sql) }),
+                             ("Data", { _ = try store.fetchAll(Bytes.self, sql: sql) }),
+                             ("wrapper", { _ = try store.fetchAll(Wrapped.self, sql: sql) })] as [(String, () throws -> Void)] {
+            XCTAssertThrowsError(try read(), name) { error in
+                XCTAssertEqual((error as? MappingError)?.message, "is not valid UTF-8 text", "\(name): \(error)")
+            }
+        }
+    }
+
     struct Author: Codable, Equatable { var id: Int64?; var email: String; var name: String }
     struct Tag: Codable, Equatable { var id: Int64; var name: String }
 
