@@ -74,22 +74,15 @@ struct SeedBenchmark {
         defer { try? handle.close() }
         var out = Data("id,name,quantity,active,price,day,note\n".utf8)
         var source = SampleSource(seed: 0x9E37_79B9_7F4A_7C15)
-        let words = SampleSource.words
         var size = 0
         for id in 1...rows {
-            let r = source.next()
-            let name = words[Int(r % 10)] + " " + words[Int((r >> 4) % 10)]
-            let quantity = Int(r % 10_000)
-            let active = r & 1 == 0 ? "true" : "false"
-            let price = "\(r % 100_000 / 100).\(String(format: "%02d", r % 100))"
-            let day = ISO8601.format(seconds: Int64(r % 20_000) * 86_400, includeTime: false)
-            let note: String
-            switch id % 10 {
-            case 0: note = "\"a note, with a comma and \"\"quotes\"\"\nand a second line\""
-            case 5: note = ""
-            default: note = "note \(words[Int((r >> 8) % 10)])"
-            }
-            out.append(contentsOf: "\(id),\(name),\(quantity),\(active),\(price),\(day),\(note)\n".utf8)
+            let line = fields(id: id, source: &source).map { field -> String in
+                guard let field else { return "" }
+                guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) else { return field }
+                return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+            }.joined(separator: ",")
+            out.append(contentsOf: line.utf8)
+            out.append(0x0A)
             if out.count > 1 << 20 {
                 size += out.count
                 handle.write(out)
@@ -99,6 +92,21 @@ struct SeedBenchmark {
         size += out.count
         handle.write(out)
         return size
+    }
+
+    /// The seven fields of row `id` as the CSV holds them, nil for an unquoted empty field (NULL). Every tenth
+    /// note holds a comma, quotes and a line break; every tenth from the fifth is NULL.
+    static func fields(id: Int, source: inout SampleSource) -> [String?] {
+        let words = SampleSource.words
+        let r = source.next()
+        let note: String? = switch id % 10 {
+        case 0: "a note, with a comma and \"quotes\"\nand a second line"
+        case 5: nil
+        default: "note \(words[Int((r >> 8) % 10)])"
+        }
+        return [String(id), words[Int(r % 10)] + " " + words[Int((r >> 4) % 10)], String(r % 10_000),
+                r & 1 == 0 ? "true" : "false", "\(r % 100_000 / 100).\(String(format: "%02d", r % 100))",
+                ISO8601.format(seconds: Int64(r % 20_000) * 86_400, includeTime: false), note]
     }
 
     /// The child process: one `migrate`, as `strata migrate` would run it.

@@ -3,14 +3,21 @@ import Strata
 
 // strata-bench: performance figures measured against a reference in the same run.
 //   swift run -c release strata-bench seed [--rows N] [--quick]
+//   swift run -c release strata-bench seed --postgres [--rows N] [--rounds N] [--insert-rounds N]
 //   swift run -c release strata-bench decode [--rows N] [--repeat N]
 //   swift run -c release strata-bench stream [--csv-mb 1024] [--sql-mb 100]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
+    case "seed" where arguments.contains("--postgres"):
+        try PostgresSeedBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "seed":
         try SeedBenchmark(arguments: Array(arguments.dropFirst())).run()
+    case "seed-child-postgres":
+        // Internal: one migrate of the PostgreSQL benchmark's seed, in a child process so its peak memory is its own.
+        guard arguments.count == 3 else { throw BenchError("usage: strata-bench seed-child-postgres DIR URL") }
+        try PostgresSeedBenchmark.child(directory: arguments[1], url: arguments[2])
     case "seed-child":
         // Internal: loads one seed in a child process so its peak memory is measured alone.
         guard arguments.count == 2 else { throw BenchError("usage: strata-bench seed-child DIR") }
@@ -27,7 +34,7 @@ do {
     case "decode":
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
     default:
-        print("usage: strata-bench seed [--rows N] [--quick] | decode [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N]")
+        print("usage: strata-bench seed [--rows N] [--quick] | seed --postgres [--rows N] [--rounds N] | decode [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N]")
         exit(2)
     }
 } catch {

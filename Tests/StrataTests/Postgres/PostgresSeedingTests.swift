@@ -361,6 +361,22 @@ final class PostgresSeedingTests: XCTestCase {
         XCTAssertFalse(try db.tableExists("t"))
     }
 
+    func testValidateReportsAReplaceSeedOfAPostgreSQLManifest() throws {
+        let root = try makeTemporaryDirectory(self)
+        try write("CREATE TABLE t (code text PRIMARY KEY);", to: root.appendingPathComponent("sql/1.sql"))
+        try write("code\na\n", to: root.appendingPathComponent("csv/t.csv"))
+        try write("""
+            <manifest version="1"><database url="postgresql://app@db/app"/><migrations directory="sql"/>
+            <seeds><seed file="csv/t.csv" table="t" mode="replace" key="code"/><seed file="csv/t.csv" id="u" table="t" mode="upsert" key="code"/></seeds>
+            </manifest>
+            """, to: root.appendingPathComponent("manifest.xml"))
+        let manifest = try Manifest.load(path: root.appendingPathComponent("manifest.xml").path)
+        let (problems, _) = Migrator.lint(manifest) { _ in PostgresDialect() }
+        XCTAssertEqual(problems.count, 1, "\(problems)")
+        XCTAssertTrue(problems.first?.description.contains(#"manifest.xml:2: seed t.csv: mode="replace" cannot be loaded into PostgreSQL"#) ?? false,
+                      "\(problems)")
+    }
+
     // MARK: History, keys, names
 
     func testMigrateRecordsTheSeedWithItsRowCountAndReappliesAChangedFile() throws {
