@@ -173,6 +173,24 @@ extension PostgresConnection: MigrationDatabase {
     /// PostgreSQL has rolled back by the time a failed statement returns.
     public func finishRollback() throws {}
 
+    /// INVALID indexes in every user schema, leaving out those a `CREATE INDEX CONCURRENTLY` or `REINDEX` is
+    /// building now (they are invalid until it finishes, and listed in `pg_stat_progress_create_index`).
+    public func unfinishedObjects() throws -> [UnfinishedObject] {
+        try rows("""
+            SELECT format('%I.%I', n.nspname, c.relname) AS name, format('%I.%I', tn.nspname, t.relname) AS "table"
+            FROM pg_catalog.pg_index i
+            JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_catalog.pg_class t ON t.oid = i.indrelid JOIN pg_catalog.pg_namespace tn ON tn.oid = t.relnamespace
+            WHERE NOT i.indisvalid AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+              AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_progress_create_index p WHERE p.index_relid = i.indexrelid)
+            ORDER BY 1
+            """).map { row in
+            let name: String = try row.get("name")
+            return UnfinishedObject(kind: "index", name: name, table: try row.get("table"),
+                                    fixes: ["DROP INDEX CONCURRENTLY \(name)", "REINDEX INDEX CONCURRENTLY \(name)"])
+        }
+    }
+
     /// Seeds load with `COPY` (`PostgresSeedSink`), inside the step's transaction.
     public func seedTarget(_ seed: SeedStep) throws -> any SeedTarget {
         try PostgresSeedTarget(connection: self, step: seed)

@@ -192,19 +192,23 @@ struct Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let statuses = try Migrator(manifest: manifest, database: try target.openForReading()).status(try options)
+        let migrator = Migrator(manifest: manifest, database: try target.openForReading())
+        let statuses = try migrator.status(try options)
+        let unfinished = try migrator.unfinishedObjects()
         let rows = statuses.map { status -> [String] in
             [status.kind.rawValue, status.id, status.state.rawValue, status.record?.appliedAt ?? "",
              status.record?.rowCount.map { "\(formatCount($0)) rows" } ?? ""]
         }
         output.line("\(path):")
         output.line(table([["KIND", "STEP", "STATE", "APPLIED AT", "ROWS"]] + rows))
-        output.object(["command": "status", "database": .string(path), "steps": .array(statuses.map(Self.json))])
+        output.object(["command": "status", "database": .string(path), "steps": .array(statuses.map(Self.json)),
+                       "unfinished": .array(unfinished.map(Self.json))])
         let troubled = statuses.filter { [.drifted, .missing, .dirty].contains($0.state) }
         for status in troubled where status.state == .dirty {
             output.log("\(status.id) is dirty; run 'strata resolve \(status.id) --applied' or '--rolled-back' after checking the database")
         }
-        return troubled.isEmpty ? ExitCode.success : ExitCode.refused
+        for object in unfinished { output.log(object.description) }
+        return troubled.isEmpty && unfinished.isEmpty ? ExitCode.success : ExitCode.refused
     }
 
     private func plan() throws -> Int32 {
@@ -404,6 +408,11 @@ struct Commands {
     static func json(_ step: PlannedStep) -> JSON {
         ["kind": .string(step.step.kind.rawValue), "id": .string(step.step.id), "reason": .string(step.reason.rawValue),
          "rows": .optional(step.rowCount)]
+    }
+
+    static func json(_ object: UnfinishedObject) -> JSON {
+        ["kind": .string(object.kind), "name": .string(object.name), "table": .string(object.table),
+         "fixes": .array(object.fixes.map(JSON.string))]
     }
 
     static func json(_ status: StepStatus) -> JSON {

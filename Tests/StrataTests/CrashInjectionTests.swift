@@ -3,6 +3,7 @@ import XCTest
 import Strata
 @testable import StrataCore
 @testable import StrataSQLite
+import StrataPostgres
 
 /// `strata migrate` killed with SIGKILL at random moments, on every backend: after every kill the database is
 /// intact, its history agrees with its schema and data, and the next run completes. Seeded, so a failing trial can
@@ -25,7 +26,7 @@ final class CrashInjectionTests: XCTestCase {
     static func manifest(_ backend: TestBackend, root: URL) -> String {
         """
         <manifest version="1">\(backend.databaseElement(root))
-          <migrations directory="sql"><migration file="003_vacuum.sql" transaction="none"/></migrations>
+          <migrations directory="sql"><migration file="003_none.sql" transaction="none"/></migrations>
           <seeds><seed file="csv/items.csv" table="items" after="002_index.sql"/></seeds>
         </manifest>
         """
@@ -35,8 +36,8 @@ final class CrashInjectionTests: XCTestCase {
         [
             "sql/001_items.sql": "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL);\nCREATE TABLE log (message TEXT);",
             "sql/002_index.sql": "CREATE INDEX items_name ON items (name);\n" + backend.crashItemsLogTrigger,
-            "sql/003_vacuum.sql": backend.crashStatementOutsideTransactions,
-            "sql/004_extra.sql": "CREATE TABLE extra (n INTEGER);\nWITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 200000)\nINSERT INTO extra SELECT n FROM c;",
+            "sql/003_none.sql": backend.crashStatementOutsideTransactions,
+            "sql/004_extra.sql": "CREATE TABLE extra (n INTEGER);\nWITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 200000)\nINSERT INTO extra SELECT n FROM c;\nUPDATE extra SET n = n + 1;",
         ]
     }
 
@@ -85,27 +86,94 @@ final class CrashInjectionTests: XCTestCase {
                 let recorded = Set(try db.rows("SELECT identity FROM strata_history WHERE state IN ('applied', 'baseline')")
                     .compactMap { try? $0.get(0, as: String.self) })
                 let dirty = try db.scalar("SELECT count(*) FROM strata_history WHERE state = 'running'", as: Int.self) ?? 0
-                let phase = !wasRunning ? "finished" : dirty > 0 ? "during the VACUUM" : "with \(recorded.count) of 5 steps done"
+                let phase = !wasRunning ? "finished" : dirty > 0 ? "during the none step" : "with \(recorded.count) of 5 steps done"
                 killedIn[phase, default: 0] += 1
                 try verify(backend, db, recorded: recorded, trial: trial, delay: delay)
 
                 var rerun = try project.strataOnBackend(["migrate"])
-                if rerun.status == 3 && rerun.stderr.contains("strata resolve 003_vacuum.sql") {
-                    // Killed during the transaction="none" VACUUM: dirty by design until a human resolves it.
-                    XCTAssertEqual(try project.strataOnBackend(["resolve", "003_vacuum.sql", "--applied"]).status, 0)
+                if rerun.status == 3 && rerun.stderr.contains("strata resolve 003_none.sql") {
+                    // Killed during the transaction="none" step: dirty by design until a human resolves it.
+                    if try resolveNoneStep(backend, project, db, trial: trial) { killedIn["leaving an INVALID index", default: 0] += 1 }
                     rerun = try project.strataOnBackend(["migrate"])
                 }
                 XCTAssertEqual(rerun.status, 0, "trial \(trial) (delay \(delay) s): \(rerun.stderr)")
                 let complete = Set(try db.rows("SELECT identity FROM strata_history WHERE state = 'applied'")
                     .compactMap { try? $0.get(0, as: String.self) })
-                XCTAssertEqual(complete, ["001_items.sql", "002_index.sql", "items.csv", "003_vacuum.sql", "004_extra.sql"],
+                XCTAssertEqual(complete, ["001_items.sql", "002_index.sql", "items.csv", "003_none.sql", "004_extra.sql"],
                                "trial \(trial)")
                 try verify(backend, db, recorded: complete, trial: trial, delay: delay)
             }
             print("crash injection on \(backend): \(trials) trials (seed \(seed), kills within \(span) ms, 1.1x one whole run); killed: "
                   + killedIn.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
-            XCTAssertGreaterThan(killedIn.filter { $0.key != "finished" }.count, 2, "kills landed in several phases")
+            XCTAssertGreaterThan(killedIn.filter { $0.key.hasPrefix("with") || $0.key.hasPrefix("during") }.count, 2, "kills landed in several phases")
         }
+    }
+
+    /// A client killed while its `CREATE INDEX CONCURRENTLY` waits for another session's writes (after the build
+    /// committed the index as INVALID): once the server notices and ends the statement, the INVALID index is what
+    /// is left. `status` shows it, `resolve` refuses until it is dropped, and the next run builds it.
+    func testAClientKilledDuringAConcurrentIndexBuildLeavesAnInvalidIndexThatMustBeDroppedBeforeResolve() throws {
+        let project = try Project(self, backend: .postgres, files: ["sql/001_t.sql": "CREATE TABLE t (x int); INSERT INTO t VALUES (1);"])
+        XCTAssertEqual(try project.strataOnBackend(["migrate"]).status, 0)
+        try project.file("manifest.xml", #"<manifest version="1">"# + project.backend.databaseElement(project.root)
+                         + #"<migrations directory="sql"><migration file="002_t_x.sql" transaction="none"/></migrations></manifest>"#)
+        try project.file("sql/002_t_x.sql", "CREATE INDEX CONCURRENTLY t_x ON t (x);")
+        let db = try PostgresTestDatabase(project.root).connection
+        let writer = try PostgresTestDatabase(project.root).connection
+        try writer.execute("BEGIN")
+        try writer.execute("INSERT INTO t VALUES (2)")
+
+        let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath, "--database", project.location],
+                                              in: project.root)
+        func builder() throws -> Int64? {
+            try db.scalar("""
+                SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE INDEX CONCURRENTLY%'
+                  AND wait_event_type = 'Lock'
+                """, as: Int64.self)
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try builder() == nil, ContinuousClock.now < deadline, process.isRunning { Thread.sleep(forTimeInterval: 0.02) }
+        XCTAssertEqual(try db.scalar("SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.t_x'::regclass", as: Bool.self), false)
+        let pid = try XCTUnwrap(try builder(), "the index build never waited for the open transaction")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        while try db.scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [pid], as: Int.self) != 0 {
+            guard ContinuousClock.now < deadline + .seconds(60) else { return XCTFail("the killed client's server process did not end") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        try writer.execute("COMMIT")
+
+        let status = try project.strataOnBackend(["status"])
+        XCTAssertEqual(status.status, 3)
+        XCTAssertTrue(status.stdout.contains("dirty"), status.stdout)
+        XCTAssertTrue(status.stderr.contains("index public.t_x on public.t is INVALID"), status.stderr)
+        XCTAssertTrue(try resolveNoneStep(project.backend, project, db, id: "002_t_x.sql", index: "t_x", trial: 0))
+        let rerun = try project.strataOnBackend(["migrate"])
+        XCTAssertEqual(rerun.status, 0, rerun.stderr)
+        XCTAssertEqual(try db.scalar("SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.t_x'::regclass", as: Bool.self), true)
+        XCTAssertEqual(try db.history.record(kind: .migration, identity: "002_t_x.sql")?.state, .applied)
+    }
+
+    /// What a human does after a kill during the transaction="none" step. SQLite's `VACUUM` either finished or
+    /// changed nothing: applied. A killed `CREATE INDEX CONCURRENTLY` left no index (rolled back), a valid one
+    /// (applied), or an INVALID one, which `resolve` refuses until it is dropped.
+    /// True when an INVALID index was there.
+    func resolveNoneStep(_ backend: TestBackend, _ project: Project, _ db: any DatabaseConnection,
+                         id: String = "003_none.sql", index: String = "items_price", trial: Int) throws -> Bool {
+        let unfinished = try project.migrator().unfinishedObjects()
+        if !unfinished.isEmpty {
+            XCTAssertEqual(unfinished.map(\.name), ["public.\(index)"], "trial \(trial)")
+            for resolution in ["--applied", "--rolled-back"] {
+                let refused = try project.strataOnBackend(["resolve", id, resolution])
+                XCTAssertEqual(refused.status, 3, "trial \(trial): \(refused.stderr)")
+                XCTAssertTrue(refused.stderr.contains("index public.\(index) on"), "trial \(trial): \(refused.stderr)")
+            }
+            try db.execute("DROP INDEX CONCURRENTLY public.\(index)")
+        }
+        let built = try backend.kind == .sqlite || backend.schemaObjectNames(db).contains(index)
+        let resolve = try project.strataOnBackend(["resolve", id, built ? "--applied" : "--rolled-back"])
+        XCTAssertEqual(resolve.status, 0, "trial \(trial): \(resolve.stderr)")
+        return !unfinished.isEmpty
     }
 
     /// Every recorded step is fully present and no unrecorded step is partly present.
@@ -120,10 +188,15 @@ final class CrashInjectionTests: XCTestCase {
         XCTAssertEqual(objects.contains("extra"), recorded.contains("004_extra.sql"), context)
         if objects.contains("extra") {
             XCTAssertEqual(try db.scalar("SELECT count(*) FROM extra", as: Int.self), 200_000, context)
+            XCTAssertEqual(try db.scalar("SELECT min(n) FROM extra", as: Int.self), 2, "the UPDATE ran once, whole: \(context)")
+        }
+        if backend.kind == .postgres && recorded.contains("003_none.sql") {
+            XCTAssertEqual(try db.scalar("SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.items_price'::regclass",
+                                         as: Bool.self), true, context)
         }
         let dirty = try db.rows("SELECT identity FROM strata_history WHERE state NOT IN ('applied', 'baseline')")
             .compactMap { try? $0.get(0, as: String.self) }
-        XCTAssertTrue(dirty.allSatisfy { $0 == "003_vacuum.sql" }, "only the transaction=\"none\" file can be dirty: \(dirty), \(context)")
+        XCTAssertTrue(dirty.allSatisfy { $0 == "003_none.sql" }, "only the transaction=\"none\" file can be dirty: \(dirty), \(context)")
     }
 
     static func csv() -> String {
@@ -175,12 +248,13 @@ extension TestBackend {
         }
     }
 
-    /// A statement that cannot run inside a transaction and rewrites the whole database (SQLite: `VACUUM`), for a
-    /// `transaction="none"` step.
+    /// A statement that cannot run inside a transaction, for a `transaction="none"` step: SQLite's `VACUUM`
+    /// rewrites the whole database; PostgreSQL's `CREATE INDEX CONCURRENTLY` commits an INVALID index first and
+    /// validates it in later transactions, which is what a kill can leave behind.
     var crashStatementOutsideTransactions: String {
         switch kind {
         case .sqlite: "VACUUM;"
-        case .postgres: "VACUUM;"
+        case .postgres: "CREATE INDEX CONCURRENTLY items_price ON items (price, name);"
         }
     }
 }

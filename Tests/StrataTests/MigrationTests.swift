@@ -219,6 +219,28 @@ final class MigrationTests: XCTestCase {
         }
     }
 
+    /// A `running` step whose runner still holds its lock is being applied: settling it now would be a guess.
+    func testResolveRefusesAStepWhoseRunnerIsStillAlive() throws {
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifestBody: noneStepMigrations,
+                                      files: ["sql/1_none.sql": "CREATE TABLE a (x INTEGER);"])
+            let runner = try project.connection()
+            try runner.history.create()
+            let claim = try XCTUnwrap(try runner.stepLocks.claim(kind: .migration, id: "1_none.sql"))
+            try runner.history.write(.leftBehind("1_none.sql", state: .running, runner: "deployer-7:4242"))
+            for resolution in [Resolution.applied, .rolledBack] {
+                guard case .refused(let refusals)? = assertThrows(MigrationError.self, {
+                    try project.migrator().resolve("1_none.sql", as: resolution)
+                }) else { return XCTFail("not refused") }
+                XCTAssertTrue(refusals.first?.message.contains("being applied now by deployer-7:4242") ?? false, "\(refusals)")
+            }
+            XCTAssertEqual(try runner.history.record(kind: .migration, identity: "1_none.sql")?.state, .running)
+            claim.release()
+            try project.migrator().resolve("1_none.sql", as: .rolledBack)
+            XCTAssertNil(try runner.history.record(kind: .migration, identity: "1_none.sql"))
+        }
+    }
+
     /// The history row a runner leaves for a `transaction="none"` step, with `runner` naming a live process.
     private func recordNoneStep(_ project: Project, state: String, runner: String) throws {
         let db = try project.connection()

@@ -46,12 +46,18 @@ public protocol MigrationDatabase: DatabaseConnection {
     /// waiting for a lock throws `.lockNotAvailable`. Backends without such settings leave it at the default,
     /// which does nothing.
     func limitStatements(_ limits: StatementLimits, insideTransaction: Bool) throws
+    /// Objects an interrupted statement outside a transaction left unusable (`UnfinishedObject`), not counting
+    /// those another session is building now. None on a backend where every statement is all or nothing.
+    func unfinishedObjects() throws -> [UnfinishedObject]
 }
 
 extension MigrationDatabase {
     /// A backend without per-statement bounds runs steps as they are (SQLite: its write lock is taken before a step
     /// runs, so no statement waits for a lock part-way, and the busy timeout bounds that one wait).
     public func limitStatements(_ limits: StatementLimits, insideTransaction: Bool) throws {}
+
+    /// SQLite's statements, `VACUUM` included, either complete or leave nothing behind.
+    public func unfinishedObjects() throws -> [UnfinishedObject] { [] }
 }
 
 /// How long the statements of one step may wait for locks and run, as `MigrationOptions` sets them for it.

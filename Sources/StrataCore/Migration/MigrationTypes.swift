@@ -82,6 +82,33 @@ public struct StepStatus: Sendable, Equatable {
     public let checksum: String?
 }
 
+/// Something an interrupted statement outside a transaction left in the database, unusable and in the way of
+/// running that step again (PostgreSQL: an index a killed or failed `CREATE INDEX CONCURRENTLY` or
+/// `REINDEX … CONCURRENTLY` left INVALID). `status` lists them; `resolve` and a plan with a pending
+/// `transaction="none"` migration refuse while any is there.
+public struct UnfinishedObject: Sendable, Equatable, CustomStringConvertible {
+    /// What kind of object ("index").
+    public let kind: String
+    /// Its schema-qualified name.
+    public let name: String
+    /// The table it belongs to, schema-qualified.
+    public let table: String
+    /// The statements that settle it, either of which a human picks.
+    public let fixes: [String]
+
+    public init(kind: String, name: String, table: String, fixes: [String]) {
+        self.kind = kind
+        self.name = name
+        self.table = table
+        self.fixes = fixes
+    }
+
+    public var description: String {
+        "\(kind) \(name) on \(table) is INVALID, left by an interrupted build; "
+            + (fixes.isEmpty ? "drop it" : fixes.joined(separator: " or "))
+    }
+}
+
 /// Why a step is in a plan.
 public enum PlanReason: String, Sendable, Equatable, Codable {
     case pending
@@ -120,6 +147,10 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         case readOnly = "read-only"
         /// The database cannot load a seed the way its mode says (`SQLDialect.seedRefusal`).
         case seedMode = "seed-mode"
+        /// An interrupted build left an object unusable (`UnfinishedObject`), and the plan holds a
+        /// `transaction="none"` migration that could build on it (`CREATE INDEX CONCURRENTLY IF NOT EXISTS` would
+        /// keep an INVALID index and be recorded as applied).
+        case unfinished
     }
 
     public let reason: Reason

@@ -198,6 +198,12 @@ public struct Migrator {
                 }
             }
         }
+        if steps.contains(where: { if case .migration(let m) = $0.step { !m.runsInTransaction } else { false } }) {
+            refusals += try database.unfinishedObjects().map {
+                Refusal(reason: .unfinished, id: $0.name,
+                        message: "\($0); the plan holds a transaction=\"none\" migration, which could build on it")
+            }
+        }
         // Only files about to run are read: applied ones were checked before they ran.
         let pendingMigrations = steps.compactMap { planned -> MigrationStep? in
             if case .migration(let migration) = planned.step { migration } else { nil }
@@ -871,6 +877,18 @@ public struct Migrator {
                 guard let record = records.first else {
                     throw MigrationError.invalidStep("\(id) is not dirty; 'strata status' lists dirty steps")
                 }
+                if isBeingApplied(record) {
+                    throw MigrationError.refused([Refusal(reason: .dirty, id: id,
+                        message: "\(id) is being applied now by \(record.runner ?? "another process"), which holds its lock; wait for it to finish, then check 'strata status'")])
+                }
+                // Whichever way the step is settled, what it left half-built must go first: recorded as applied, an
+                // INVALID index would pass for the finished one; rolled back, a rerun with IF NOT EXISTS keeps it.
+                let unfinished = try database.unfinishedObjects()
+                if !unfinished.isEmpty {
+                    throw MigrationError.refused(unfinished.map {
+                        Refusal(reason: .unfinished, id: $0.name, message: "cannot resolve \(id): \($0), then resolve it again")
+                    })
+                }
                 switch resolution {
                 case .applied:
                     let step = plan.first { $0.id == id && $0.kind == record.kind }
@@ -884,6 +902,11 @@ public struct Migrator {
                 }
             }
         }
+    }
+
+    /// What interrupted statements outside a transaction left unusable in the database (`UnfinishedObject`).
+    public func unfinishedObjects() throws -> [UnfinishedObject] {
+        try database.unfinishedObjects()
     }
 
     // MARK: Helpers

@@ -146,6 +146,93 @@ final class PostgresMigrationTests: XCTestCase {
         XCTAssertFalse(PostgresStepLocks(connection: other).isHeld(kind: .migration, id: "002_index.sql"))
     }
 
+    /// A `CREATE UNIQUE INDEX CONCURRENTLY` that fails on duplicates leaves an INVALID index, as a killed one does:
+    /// `status` says so (exit 3, JSON `unfinished`), and neither resolution is accepted until it is dropped.
+    func testAnInvalidIndexLeftByAFailedConcurrentBuildIsShownAndBlocksResolve() throws {
+        let project = try Project(self, backend: .postgres, manifestBody: """
+            <migrations directory="sql"><migration file="002_unique.sql" transaction="none"/></migrations>
+            """, files: [
+                "sql/001_table.sql": "CREATE TABLE t (x int); INSERT INTO t VALUES (1), (1), (2);",
+                "sql/002_unique.sql": "CREATE UNIQUE INDEX CONCURRENTLY t_x ON t (x);",
+            ])
+        let migrate = try project.strataOnBackend(["migrate"])
+        XCTAssertEqual(migrate.status, 1, migrate.stderr)
+        let db = try project.connection()
+        XCTAssertEqual(try db.scalar("SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.t_x'::regclass", as: Bool.self), false)
+
+        let status = try project.strataOnBackend(["status"])
+        XCTAssertEqual(status.status, 3, status.stderr)
+        XCTAssertTrue(status.stderr.contains("index public.t_x on public.t is INVALID"), status.stderr)
+        XCTAssertTrue(status.stderr.contains("DROP INDEX CONCURRENTLY public.t_x"), status.stderr)
+        let json = try project.strataOnBackend(["status", "--format", "json"])
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let unfinished = try XCTUnwrap(object["unfinished"] as? [[String: Any]])
+        XCTAssertEqual(unfinished.count, 1)
+        XCTAssertEqual(unfinished.first?["name"] as? String, "public.t_x")
+        XCTAssertEqual(unfinished.first?["table"] as? String, "public.t")
+
+        for resolution in ["--applied", "--rolled-back"] {
+            let resolve = try project.strataOnBackend(["resolve", "002_unique.sql", resolution])
+            XCTAssertEqual(resolve.status, 3, resolve.stderr)
+            XCTAssertTrue(resolve.stderr.contains("public.t_x"), resolve.stderr)
+            XCTAssertEqual(try db.history.record(kind: .migration, identity: "002_unique.sql")?.state, .failed)
+        }
+
+        try db.execute("DROP INDEX CONCURRENTLY public.t_x")
+        try db.execute("DELETE FROM t WHERE ctid = (SELECT min(ctid) FROM t WHERE x = 1)")
+        XCTAssertEqual(try project.strataOnBackend(["resolve", "002_unique.sql", "--rolled-back"]).status, 0)
+        let rerun = try project.strataOnBackend(["migrate"])
+        XCTAssertEqual(rerun.status, 0, rerun.stderr)
+        XCTAssertEqual(try db.scalar("SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.t_x'::regclass", as: Bool.self), true)
+        XCTAssertEqual(try project.strataOnBackend(["status"]).status, 0)
+    }
+
+    /// `CREATE INDEX CONCURRENTLY IF NOT EXISTS` over an INVALID index of that name does nothing and succeeds, which
+    /// would record a step as applied with no usable index: a plan with a pending none step refuses first.
+    func testAPendingNoneStepIsRefusedWhileAnInvalidIndexIsThere() throws {
+        let (first, db, root) = try project(["001_table.sql": "CREATE TABLE t (x int); INSERT INTO t VALUES (1), (1);"])
+        XCTAssertEqual(try first.migrate().applied.map(\.id), ["001_table.sql"])
+        XCTAssertThrowsError(try db.execute("CREATE UNIQUE INDEX CONCURRENTLY t_x ON t (x)"))
+        try write("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS t_x ON t (x);", to: root.appendingPathComponent("sql/002_index.sql"))
+        try write(#"<manifest version="1"><migrations directory="sql"><migration file="002_index.sql" transaction="none"/></migrations></manifest>"#,
+                  to: root.appendingPathComponent("manifest.xml"))
+        let migrator = Migrator(manifest: try Manifest.load(path: first.manifest.path), database: db)
+        XCTAssertEqual(try migrator.unfinishedObjects().map(\.name), ["public.t_x"])
+        guard case .refused(let refusals)? = assertThrows(MigrationError.self, { try migrator.migrate() }) else {
+            return XCTFail("not refused")
+        }
+        XCTAssertEqual(refusals.map(\.reason), [.unfinished])
+        XCTAssertNil(try db.history.record(kind: .migration, identity: "002_index.sql"))
+    }
+
+    /// An index another session is building is invalid until it finishes; it is not reported as left behind.
+    func testAnIndexBeingBuiltNowIsNotReportedAsUnfinished() throws {
+        let (migrator, db, root) = try project(["001_table.sql": "CREATE TABLE t (x int); INSERT INTO t VALUES (1);"])
+        XCTAssertNil(try migrator.migrate().failure)
+        let url = try PostgresServer.shared().url(for: root)
+        // An open transaction with a snapshot: the build commits its INVALID index, then waits for it to end.
+        let holder = try PostgresConnection(url: url)
+        try holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        XCTAssertEqual(try holder.scalar("SELECT count(*) FROM t", as: Int.self), 1)
+        nonisolated(unsafe) let builder = try PostgresConnection(url: url)
+        let built = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var buildError: (any Error)?
+        Thread.detachNewThread {
+            do { try builder.execute("CREATE INDEX CONCURRENTLY t_x ON t (x)") } catch { buildError = error }
+            built.signal()
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while try db.scalar("SELECT count(*) FROM pg_class WHERE relname = 't_x'", as: Int.self) == 0, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        XCTAssertEqual(try db.scalar("SELECT indisvalid FROM pg_index WHERE indexrelid = 't_x'::regclass", as: Bool.self), false)
+        XCTAssertEqual(try migrator.unfinishedObjects(), [])
+        try holder.execute("COMMIT")
+        built.wait()
+        XCTAssertNil(buildError)
+        XCTAssertEqual(try migrator.unfinishedObjects(), [])
+    }
+
     func testADeployerWaitsForAnotherAndNamesItWhenItGivesUp() throws {
         let (_, db, root) = try project(["001.sql": "CREATE TABLE t (id int);"])
         let url = try PostgresServer.shared().url(for: root)
