@@ -26,7 +26,8 @@ extension PostgresConnection: DatabaseConnection {
         return try statement.remainingRows()
     }
 
-    public var isInTransaction: Bool { transactionStatus != PQTRANS_IDLE }
+    /// A lost connection is in none: the server rolled back whatever was open when it went.
+    public var isInTransaction: Bool { transactionStatus == PQTRANS_INTRANS || transactionStatus == PQTRANS_INERROR }
 
     /// PostgreSQL has no rowid: keys a table generates are read with `RETURNING`.
     public var lastInsertRowID: Int64 { 0 }
@@ -57,7 +58,13 @@ extension PostgresConnection: DatabaseConnection {
                                 sql: "COMMIT TRANSACTION")
         }
         let result = PostgresResult(PQexec(handle, "COMMIT"))
-        try check(result, sql: "COMMIT TRANSACTION")
+        do {
+            try check(result, sql: "COMMIT TRANSACTION")
+        } catch let error as DatabaseError where PQstatus(handle) == CONNECTION_BAD {
+            throw DatabaseError(kind: .cannotOpen, code: error.code,
+                                message: "the connection was lost while COMMIT was on its way (\(error.message)); whether the server committed the transaction is unknown",
+                                sql: "COMMIT TRANSACTION")
+        }
         if let tag = PQcmdStatus(result.handle), String(cString: tag) != "COMMIT" {
             throw DatabaseError(kind: .other, code: nil,
                                 message: "PostgreSQL answered \(String(cString: tag)) to COMMIT: the transaction was not committed",
@@ -93,14 +100,19 @@ extension PostgresConnection: DatabaseConnection {
     }
 
     /// The visible table or view whose name matches `name` exactly, else case-insensitively (unquoted names fold
-    /// to lower case in SQL, so `Books` in a manifest finds `books`).
+    /// to lower case in SQL, so `Books` in a manifest finds `books`). A name that matches several only by letter
+    /// case (`ITEMS` with `items` and `"Items"`) is refused rather than guessed.
     public func declaredTableName(_ name: String) throws -> String? {
-        try scalar("""
+        let matches = try rows("""
             SELECT c.relname FROM pg_catalog.pg_class c
             WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND pg_catalog.pg_table_is_visible(c.oid)
               AND lower(c.relname) = lower($1)
-            ORDER BY c.relname = $1 DESC, c.relname LIMIT 1
-            """, [name], as: String.self)
+            ORDER BY c.relname
+            """, [name]).map { try $0.get(0, as: String.self) }
+        if matches.contains(name) { return name }
+        guard matches.count > 1 else { return matches.first }
+        throw DatabaseError(kind: .misuse, code: nil,
+                            message: "table name \(name.debugDescription) matches the tables \(matches.map(\.debugDescription).joined(separator: " and ")) only by letter case; write the name exactly as the table's")
     }
 
     public func columns(in table: String) throws -> [ColumnInfo] {

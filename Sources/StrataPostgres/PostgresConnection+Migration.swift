@@ -19,6 +19,21 @@ extension PostgresConnection: MigrationDatabase {
         return try withTransaction(body)
     }
 
+    /// Refuses to record a step that released the deployers' lock on the way (`pg_advisory_unlock_all()`, or
+    /// `pg_advisory_unlock` of Strata's key, in a migration or a function it called): another deployer may have taken
+    /// the lock, read a history without this step's uncommitted row, and started the same step. Called by the
+    /// history's writes inside `withWriteLock`, so the step's transaction is rolled back.
+    func confirmDeployLockHeld() throws {
+        let held = try scalar("""
+            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid()
+                           AND granted AND classid = $1::int4::oid AND objid = $2::int4::oid AND objsubid = 2)
+            """, [PostgresLocks.namespace, PostgresLocks.deploy], as: Bool.self) ?? false
+        guard held else {
+            holdsDeployLock = false
+            throw DatabaseError(kind: .misuse, code: nil, message: "the step released Strata's deployers' advisory lock (pg_advisory_unlock_all() or pg_advisory_unlock of Strata's key, in the file or a function it called), so another deployer could be running it at the same time; it was rolled back. Release only the advisory locks the migration took itself")
+        }
+    }
+
     /// Polls for the deployers' lock until `lockTimeout`; the error names the session holding it.
     private func acquireDeployLock() throws {
         guard !holdsDeployLock else { return }
@@ -82,6 +97,7 @@ extension PostgresConnection: MigrationDatabase {
             case .statement(let statement):
                 let result = executeWatchingLocks(statement.sql)
                 try check(result, statement)
+                try confirmStringsReadAsSplit(statement)
             case .copy(let statement, _):
                 try copy(statement, from: &script)
             case .metaCommand(let command):
@@ -95,10 +111,24 @@ extension PostgresConnection: MigrationDatabase {
         }
     }
 
+    /// Stops a file that turned `standard_conforming_strings` off (`set_config`, an `UPDATE pg_settings`; the lint
+    /// refuses `SET`): the server would then read backslashes in `'…'` as escapes while the splitter, like
+    /// `pg_dump`'s output, reads them as characters, and values would be stored other than written.
+    private func confirmStringsReadAsSplit(_ statement: PostgresStatementText) throws {
+        guard let value = PQparameterStatus(handle, "standard_conforming_strings"), String(cString: value) != "on" else { return }
+        throw DatabaseError(kind: .syntax, code: nil,
+                            message: "this statement turned standard_conforming_strings off; Strata reads every file with it on (a backslash in '…' is a plain character, as pg_dump writes them), so the rest would be read other than the server reads it. Leave the setting on and write escapes as E'…'",
+                            line: statement.line, column: statement.column)
+    }
+
     /// A statement's failure placed at the file line and column PostgreSQL's error position points to.
     private func check(_ result: PostgresResult, _ statement: PostgresStatementText) throws {
         do {
             try check(result, sql: statement.sql)
+        } catch let error as DatabaseError where error.code?.value == "42601"
+                    && error.message.contains("cannot insert multiple commands into a prepared statement") {
+            throw error.with(message: "PostgreSQL found several statements where Strata's splitter found one, starting here; nothing of them ran. Strata splits files as psql does, and psql counts every word begin, case and end inside CREATE FUNCTION or CREATE PROCEDURE as opening or closing a block: a column or other name spelled begin, case or end in a BEGIN ATOMIC body makes it read past the body's END. Quote that name (\"begin\") or write the body as a string ($$…$$)")
+                .at(line: statement.line, column: statement.column)
         } catch let error as DatabaseError {
             var line = statement.line
             var column = statement.column
@@ -204,14 +234,15 @@ final class EnforcedForeignKeys: ForeignKeyBaseline {
 }
 
 /// Puts a session back as Strata opened it: session authorization and every setting reset, temporary tables,
-/// cursors and listeners gone, Strata's own settings applied again. Advisory locks are left alone: the deployer's
-/// and a step's claim are Strata's own.
+/// cursors, listeners and prepared statements gone (a later file's `EXECUTE x` must not run an earlier file's `x`),
+/// Strata's own settings applied again. Advisory locks are left alone: the deployer's and a step's claim are
+/// Strata's own.
 struct PostgresSessionReset: SessionSnapshot {
     let connection: PostgresConnection
 
     func restore() throws {
         if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
-        try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *")
+        try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; DEALLOCATE ALL")
         try connection.executeSimple(connection.sessionSettings)
     }
 }

@@ -17,8 +17,11 @@ public final class PostgresConnection {
     public let name: String
     /// How long `withWriteLock` waits for another deployer.
     public let lockTimeout: Duration
-    /// The schema holding `strata_history`: the manifest's, else the one `search_path` resolved to on connecting.
+    /// The schema holding `strata_history`: the manifest's, else the first schema of `search_path` holding one, else
+    /// the first schema of `search_path` (`PostgresHistoryLocation`), as resolved on connecting.
     public let historySchema: String
+    /// Why this session may not use the history, when one exists only outside `search_path`.
+    let historyProblem: String?
     /// Rows changed by the last statement.
     public private(set) var changes = 0
     /// Savepoints opened by `withSavepoint`, for unique names.
@@ -29,12 +32,13 @@ public final class PostgresConnection {
     let lockWatch = PostgresLockWatch()
 
     /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
-    /// again after each migration. From PostgreSQL 14 the server also checks every 2 s that the client is still
+    /// again after each migration. `standard_conforming_strings` is how the splitter reads `'…'` (backslashes are
+    /// plain characters), whatever a legacy database or role sets. From PostgreSQL 14 the server also checks every 2 s that the client is still
     /// there while a statement runs, so a deployer killed mid-statement has its statement (and locks) ended.
     static func sessionSettings(serverVersion: Int32) -> String {
         var settings = """
             SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601'; SET extra_float_digits = 3;
-            SET client_min_messages = 'warning'; SET client_encoding = 'UTF8'
+            SET client_min_messages = 'warning'; SET client_encoding = 'UTF8'; SET standard_conforming_strings = on
             """
         if serverVersion >= 140_000 { settings += "; SET client_connection_check_interval = '2s'" }
         return settings
@@ -45,7 +49,7 @@ public final class PostgresConnection {
     /// Connects to the database `url` names (`postgres://` or `postgresql://`, anything libpq accepts in a URI,
     /// with libpq's environment — `PGPASSWORD`, `~/.pgpass` — as usual).
     /// - Parameters:
-    ///   - schema: where `strata_history` lives; nil: the first schema of `search_path`.
+    ///   - schema: where `strata_history` lives; nil: found on `search_path` (`PostgresHistoryLocation`).
     ///   - lockTimeout: how long `withWriteLock` waits for another deployer.
     public init(url: String, schema: String? = nil, lockTimeout: Duration = .seconds(60)) throws {
         name = DatabaseURL.redacted(url)
@@ -61,17 +65,17 @@ public final class PostgresConnection {
         // Notices (e.g. "relation already exists, skipping") would go to stderr and mix with the command's output.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         let settings = PostgresResult(PQexec(connection, Self.sessionSettings(serverVersion: PQserverVersion(connection))))
-        let current = PostgresResult(PQexec(connection, "SELECT current_schema()"))
+        let current = PostgresResult(PQexec(connection, PostgresHistoryLocation.query))
         guard PQresultStatus(settings.handle) == PGRES_COMMAND_OK, PQresultStatus(current.handle) == PGRES_TUPLES_OK else {
             let error = PostgresError.error(PQresultStatus(settings.handle) == PGRES_COMMAND_OK ? current.handle : settings.handle,
                                             connection: connection, sql: nil)
             PQfinish(connection)
             throw error
         }
-        if let schema {
+        let location = PostgresHistoryLocation(configured: schema, current)
+        historyProblem = location.problem
+        if let schema = location.schema {
             historySchema = schema
-        } else if current.rowCount == 1, PQgetisnull(current.handle, 0, 0) == 0, let value = PQgetvalue(current.handle, 0, 0) {
-            historySchema = String(cString: value)
         } else {
             PQfinish(connection)
             throw DatabaseError(kind: .misuse, code: nil,

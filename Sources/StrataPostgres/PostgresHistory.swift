@@ -29,7 +29,8 @@ struct PostgresHistory: HistoryStorage {
     }
 
     func exists() throws -> Bool {
-        try connection.scalar("SELECT to_regclass($1) IS NOT NULL", [qualified], as: Bool.self) ?? false
+        if let problem = connection.historyProblem { throw DatabaseError(kind: .misuse, code: nil, message: problem) }
+        return try connection.scalar("SELECT to_regclass($1) IS NOT NULL", [qualified], as: Bool.self) ?? false
     }
 
     /// Creates the table (and its schema) when absent. Two sessions creating it at once would collide in the
@@ -90,9 +91,11 @@ struct PostgresHistory: HistoryStorage {
                                    [kind.rawValue, identity]).first.map(HistoryRecord.init(row:))
     }
 
-    /// Runs one of Strata's own writes with the guard's setting on, for that statement only.
+    /// Runs one of Strata's own writes with the guard's setting on, for that statement only, as the user Strata
+    /// connected as: a migration's `SET ROLE` (as `pg_dump --role` writes) must not decide who writes the history.
     private func asWriter(_ body: () throws -> Void) throws {
         func write() throws {
+            try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ROLE")
             try connection.execute("SELECT set_config('\(Self.writerSetting)', 'on', true)")
             try body()
             try connection.execute("SELECT set_config('\(Self.writerSetting)', 'off', true)")
@@ -101,6 +104,7 @@ struct PostgresHistory: HistoryStorage {
     }
 
     func write(_ record: HistoryRecord) throws {
+        if connection.holdsDeployLock { try connection.confirmDeployLockHeld() }
         try asWriter { try insert(record) }
     }
 

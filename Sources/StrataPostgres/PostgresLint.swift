@@ -19,6 +19,8 @@ import StrataCore
 enum PostgresLint {
     /// Strata's history table on PostgreSQL.
     static let historyTable = "strata_history"
+    /// The trigger and function guarding it (`PostgresHistory`): the function shares the row trigger's name.
+    static let guardNames: Set<String> = ["strata_history_guard", "strata_history_guard_truncate"]
 
     /// Findings for a file that runs inside a transaction (`insideTransaction`) or with `transaction="none"`, in
     /// text order.
@@ -83,6 +85,9 @@ enum PostgresLint {
     private static func message(for statement: Statement, insideTransaction: Bool) -> String? {
         if let verb = statement.historyWrite {
             return HistoryRecord.refusal(verb: verb, table: historyTable)
+        }
+        if statement.changesHistoryGuard {
+            return "this statement changes strata_history's guard (the trigger and function that refuse every write but Strata's own); migrations may not drop, replace or disable it"
         }
         if let message = statement.transactionControl(insideTransaction: insideTransaction) {
             return message
@@ -252,6 +257,20 @@ enum PostgresLint {
                 if let verb = verb(forTableAt: index) { return verb }
             }
             return nil
+        }
+
+        /// Whether a `CREATE`, `ALTER` or `DROP` names the history's guard trigger or function (`DROP TRIGGER
+        /// strata_history_guard ON …`, `ALTER TABLE … DISABLE TRIGGER`, `CREATE OR REPLACE FUNCTION …`): without it
+        /// every later statement could write the history.
+        var changesHistoryGuard: Bool {
+            guard starts(with: "DROP") || starts(with: "ALTER") || starts(with: "CREATE") else { return false }
+            return tokens.contains { token in
+                switch token.kind {
+                case .word: PostgresLint.guardNames.contains(token.text.lowercased())
+                case .quotedIdentifier: PostgresLint.guardNames.contains(token.text)
+                default: false
+                }
+            }
         }
 
         private func isHistoryName(_ token: PostgresToken) -> Bool {

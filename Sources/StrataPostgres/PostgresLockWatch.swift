@@ -156,12 +156,16 @@ extension PostgresLockWait.Blocker {
 }
 
 extension PostgresConnection {
-    /// Runs one statement of a migration as `PQexec` does (the last result, or the error), watching it while it runs
-    /// when the step's limits armed the watch (`PostgresLockWatch`).
+    /// Runs one statement of a migration (its result, or the error), watching it while it runs when the step's limits
+    /// armed the watch (`PostgresLockWatch`). It goes by the extended query protocol, which takes exactly one
+    /// statement: where the splitter took several statements for one (psql's rules misread a function body), the
+    /// server refuses the piece instead of running all of them, a `COMMIT` among them included.
     func executeWatchingLocks(_ sql: String) -> PostgresResult {
         lockWatch.statementStarted()
-        guard let interval = lockWatch.interval else { return PostgresResult(PQexec(handle, sql)) }
-        guard PQsendQuery(handle, sql) == 1 else { return PostgresResult(nil) }
+        guard let interval = lockWatch.interval else {
+            return PostgresResult(PQexecParams(handle, sql, 0, nil, nil, nil, nil, 0))
+        }
+        guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else { return PostgresResult(nil) }
         let pid = PQbackendPID(handle)
         var pause = interval
         var nextLook = ContinuousClock.now + pause

@@ -16,8 +16,9 @@ final class PostgresSeedTarget: SeedTarget {
     let types: [String: PostgresColumnType]
     /// A `COPY` straight into the table reports every refused row by its number, except what runs after the
     /// rows: foreign key checks and other AFTER triggers, deferred constraints, and whatever a view's or a
-    /// partition's triggers do. Tables with any INSERT trigger (foreign keys are triggers), and anything but a
-    /// plain table, load through a temporary table instead, where a refusal can be traced to its row.
+    /// partition's triggers do. Tables with any INSERT trigger (foreign keys are triggers) or INSERT rule (`COPY`
+    /// runs no rules: rows a rule routes elsewhere would stay in the table), and anything but a plain table, load
+    /// through a temporary table instead, applied with `INSERT … SELECT`, where a refusal can be traced to its row.
     let copiesDirectly: Bool
 
     init(connection: PostgresConnection, step: SeedStep) throws {
@@ -27,7 +28,8 @@ final class PostgresSeedTarget: SeedTarget {
               let relation = try connection.rows("""
                   SELECT c.oid::int8 AS oid, c.relkind::text AS kind, c.relname::text AS name,
                          format('%I.%I', n.nspname, c.relname) AS qualified,
-                         EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid = c.oid AND (t.tgtype & 4) <> 0) AS triggers
+                         EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid = c.oid AND (t.tgtype & 4) <> 0)
+                         OR EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite r WHERE r.ev_class = c.oid AND r.ev_type = '3') AS triggers
                   FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
                   WHERE c.oid = to_regclass($1)
                   """, [quoteIdentifier(name)]).first else {

@@ -170,6 +170,8 @@ struct Commands {
                 output.error("  \(failure.id) was applied and recorded; the run stopped after it: nothing after it ran.")
             } else if case .partlyApplied = failure.aftermath {
                 output.error("  \(failure.id) ran outside a transaction and failed; what stayed applied is said above; nothing after it ran.")
+            } else if case .unrecorded = failure.aftermath {
+                output.error("  \(failure.id) ran outside a transaction; what stayed applied and what history holds are said above; nothing after it ran.")
             } else {
                 output.error("  \(failure.id) was rolled back and left no trace; nothing after it ran.")
             }
@@ -397,6 +399,7 @@ struct Commands {
         switch aftermath {
         case .rolledBack: ["state": .string("rolled-back")]
         case .partlyApplied(let kept): ["state": .string("partly-applied"), "kept": .string(kept)]
+        case .unrecorded(let kept): ["state": .string("unrecorded"), "kept": .string(kept)]
         case .kept: ["state": .string("applied")]
         }
     }

@@ -200,12 +200,15 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
         case partlyApplied(String)
         /// The step itself was applied and recorded; what failed came after it (the run stopped there).
         case kept
+        /// A `transaction="none"` file ran (wholly or in part) and its outcome could not be written to history:
+        /// what it says stayed applied and what history holds now (its `running` row, or no history at all).
+        case unrecorded(String)
     }
 
     /// `file:line:column: message`, and for a partly applied step what stayed and what to do.
     public var description: String {
         switch aftermath {
-        case .rolledBack, .kept:
+        case .rolledBack, .kept, .unrecorded:
             return summary
         case .partlyApplied:
             return summary
@@ -218,7 +221,7 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
         switch aftermath {
         case .rolledBack: placeDescription(file, line, column, message)
         case .kept: placeDescription(file, line, column, message) + "; the step itself was applied and recorded"
-        case .partlyApplied(let kept): placeDescription(file, line, column, message) + "; " + kept
+        case .partlyApplied(let kept), .unrecorded(let kept): placeDescription(file, line, column, message) + "; " + kept
         }
     }
 

@@ -306,7 +306,7 @@ public struct Migrator {
                         try applyInTransaction(migration, options, foreignKeys, progress)
                     }
                 case .migration(let migration):
-                    outcome = try applyOutsideTransaction(migration, options, foreignKeys, progress)
+                    outcome = try applyOutsideTransaction(migration, options, foreignKeys, snapshot, progress)
                 case .seed(let seed):
                     outcome = try retryingLockTimeouts(planned.step, options, nil, progress) {
                         try applySeed(seed, options, started: ContinuousClock.now, progress)
@@ -329,18 +329,28 @@ public struct Migrator {
                 return report
             } catch let error as DatabaseError where error.sql == "COMMIT TRANSACTION" {
                 // Statements ran, then COMMIT failed (disk full in WAL mode, I/O error): the step's failure all the same.
-                report.failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
-                                             file: displayPath(planned.step.filePath), line: nil, column: nil,
-                                             message: "COMMIT failed, the step was rolled back: \(error.message)")
+                var failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
+                                          file: displayPath(planned.step.filePath), line: nil, column: nil,
+                                          message: "COMMIT failed, the step was rolled back: \(error.message)",
+                                          databaseError: error)
+                if error.kind == .cannotOpen {
+                    // The connection went while COMMIT was on its way: only the server knows whether it committed.
+                    failure = failure.with(message: "COMMIT failed: \(error.message)")
+                    failure.aftermath = .unrecorded("whether the server committed the step is unknown; the step and its history row commit together, so 'strata status' tells which")
+                }
+                report.failure = failure
             }
             do {
                 try snapshot?.restore()
-            } catch where report.failure == nil {
-                var failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
-                                          file: displayPath(planned.step.filePath), line: nil, column: nil,
-                                          message: "the connection could not be put back as it was before this step (\(error)); the run stopped so that later steps do not run on a changed connection")
-                failure.aftermath = .kept
-                report.failure = failure
+            } catch {
+                // After a failed step its own failure is the news (a lost connection fails both); the run stops anyway.
+                if report.failure == nil {
+                    var failure = StepFailure(kind: planned.step.kind, id: planned.step.id,
+                                              file: displayPath(planned.step.filePath), line: nil, column: nil,
+                                              message: "the connection could not be put back as it was before this step (\(error)); the run stopped so that later steps do not run on a changed connection")
+                    failure.aftermath = .kept
+                    report.failure = failure
+                }
             }
             if report.failure != nil {
                 settleAfterFailure(&report)
@@ -474,7 +484,7 @@ public struct Migrator {
     }
 
     private func applyOutsideTransaction(_ migration: MigrationStep, _ options: MigrationOptions,
-                                         _ foreignKeys: any ForeignKeyBaseline,
+                                         _ foreignKeys: any ForeignKeyBaseline, _ snapshot: (any SessionSnapshot)?,
                                          _ progress: ((MigrationEvent) -> Void)?) throws -> StepOutcome {
         let (text, checksum) = try read(migration)
         do {
@@ -551,6 +561,9 @@ public struct Migrator {
             rowCount: nil, state: failure == nil ? .applied : .failed, toolVersion: Strata.version,
             appliedSQL: ran == nil ? text : ran?.text, runner: failure == nil ? nil : Runner.current,
             error: failure?.summary)
+        // The file's session state (`SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY`, a role) must not decide
+        // whether its outcome can be recorded; a restore that fails here fails again, reported, after the step.
+        try? snapshot?.restore()
         try recordOutcome(record, of: migration, failure: failure, waitingUntil: ContinuousClock.now + options.waitTimeout,
                           progress)
         if let failure { throw failure }
@@ -573,10 +586,23 @@ public struct Migrator {
                     progress?(.waiting("\(migration.id) ran; waiting for the write lock to record it"))
                     continue
                 }
-                let outcome = failure.map { "it failed: \($0.summary)" } ?? "every statement ran"
-                throw StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
-                                  column: nil, message: "\(outcome); and its outcome could not be recorded (\(error.message)), so history still says running")
-                    .partlyApplied("what the file did stayed applied")
+                // The file's own failure, where it had one, keeps its place; what could not be recorded is added.
+                var unrecorded = failure.map {
+                    $0.with(message: "\($0.message); then its outcome could not be recorded (\(error.message))")
+                } ?? StepFailure(kind: .migration, id: migration.id, file: displayPath(migration.path), line: nil,
+                                 column: nil, message: "every statement ran, and its outcome could not be recorded (\(error.message))")
+                let ran = failure.flatMap { if case .partlyApplied(let kept) = $0.aftermath { kept } else { nil } }
+                    ?? "what the file did stayed applied"
+                // Say what history holds now, read again: the file may have dropped it (a schema dropped with CASCADE).
+                switch Result(catching: { try history.record(kind: .migration, identity: migration.id) }) {
+                case .success(let row?) where row.state == .running:
+                    unrecorded.aftermath = .unrecorded("\(ran), and its history row still says running: check the database, then run 'strata resolve \(migration.id) --applied' or 'strata resolve \(migration.id) --rolled-back'")
+                case .success(nil) where (try? history.exists()) == false:
+                    unrecorded.aftermath = .unrecorded("\(ran), and strata_history no longer exists (the file dropped it?): nothing records any step now, so every step reads as pending; restore the history from a backup before running again")
+                default:
+                    unrecorded.aftermath = .unrecorded("\(ran), and what history holds for it could not be read; check 'strata status' and the database, then settle it with 'strata resolve \(migration.id)'")
+                }
+                throw unrecorded
             }
         }
     }
@@ -634,7 +660,14 @@ public struct Migrator {
                             throw AppliedElsewhere()
                         }
                     }
-                    var loader = SeedLoader(step: seed, target: try database.seedTarget(seed)) { rows, read, total in
+                    let target: any SeedTarget
+                    do {
+                        target = try database.seedTarget(seed)
+                    } catch let error as DatabaseError where error.kind != .busy {
+                        throw StepFailure(kind: .seed, id: seed.id, file: displayPath(seed.path), line: nil, column: nil,
+                                          message: error.message, databaseError: error)
+                    }
+                    var loader = SeedLoader(step: seed, target: target) { rows, read, total in
                         progress?(.seedProgress(id: seed.id, rows: rows, bytesRead: read, totalBytes: total))
                     }
                     // The checksum recorded is that of the bytes loaded, hashed from the same read.

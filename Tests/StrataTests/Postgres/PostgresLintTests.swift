@@ -99,6 +99,23 @@ final class PostgresLintTests: XCTestCase {
         XCTAssertEqual(findings(notControl), [])
     }
 
+    func testChangesToTheHistorysGuardAreReported() {
+        for statement in [
+            "DROP TRIGGER strata_history_guard ON public.something_else",
+            "DROP FUNCTION IF EXISTS public.strata_history_guard() CASCADE",
+            "ALTER FUNCTION \"strata_history_guard\"() RENAME TO off",
+            "CREATE OR REPLACE FUNCTION Strata_History_Guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$",
+            "ALTER TRIGGER strata_history_guard_truncate ON x RENAME TO y",
+        ] {
+            let found = findings("SELECT 1;\n" + statement + ";")
+            XCTAssertEqual(found.map(\.line), [2], statement)
+            XCTAssertTrue(found.first?.message.contains("strata_history's guard") ?? false, statement)
+            XCTAssertEqual(lines(statement + ";", insideTransaction: false), [1], "\(statement): in every file")
+        }
+        XCTAssertEqual(findings("SELECT 'strata_history_guard'; CREATE TABLE strata_history_guarded_not (x int);"), [],
+                       "a string, or a name that only starts alike, is not the guard")
+    }
+
     func testWritesToTheHistoryTableAreReported() {
         let writes: [(String, String)] = [
             ("INSERT INTO strata_history VALUES (1)", "writes to"),

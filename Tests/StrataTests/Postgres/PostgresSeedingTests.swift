@@ -416,6 +416,33 @@ final class PostgresSeedingTests: XCTestCase {
         XCTAssertTrue(ambiguous.message.contains("'Id' matches the columns 'id' and 'ID' only by letter case"), ambiguous.message)
     }
 
+    func testATableNameMatchingSeveralTablesOnlyByCaseIsRefused() throws {
+        let schema = #"CREATE TABLE items (id integer); CREATE TABLE "Items" (id integer);"#
+        let ambiguous = try XCTUnwrap(try failure(schema: schema, seed: #"<seed file="csv/t.csv" table="ITEMS"/>"#, csv: "id\n1\n"))
+        XCTAssertTrue(ambiguous.message.contains(#"table name "ITEMS" matches the tables "Items" and "items" only by letter case"#),
+                      ambiguous.message)
+        XCTAssertNil(try failure(schema: schema, seed: #"<seed file="csv/t.csv" table="Items"/>"#, csv: "id\n1\n"))
+    }
+
+    /// `COPY` runs no rules: a table with an INSERT rule (rule-based partitioning, an audit rule) loads through
+    /// `INSERT … SELECT`, so the rows go where the same `INSERT` would send them.
+    func testATableWithInsertRulesLoadsAsInsertWouldNotAsCopy() throws {
+        let (migrator, db, _) = try project(schema: """
+            CREATE TABLE measurements (taken_on date NOT NULL, value int NOT NULL);
+            CREATE TABLE measurements_2024 (CHECK (taken_on >= '2024-01-01' AND taken_on < '2025-01-01')) INHERITS (measurements);
+            CREATE RULE route_2024 AS ON INSERT TO measurements WHERE new.taken_on >= '2024-01-01' AND new.taken_on < '2025-01-01'
+                DO INSTEAD INSERT INTO measurements_2024 VALUES (new.*);
+            CREATE TABLE accounts (id int PRIMARY KEY, name text NOT NULL);
+            CREATE TABLE audit (what text NOT NULL);
+            CREATE RULE audited AS ON INSERT TO accounts DO ALSO INSERT INTO audit VALUES ('account ' || new.id);
+            """, seeds: #"<seed file="csv/m.csv" table="measurements"/><seed file="csv/a.csv" table="accounts"/>"#,
+            files: ["csv/m.csv": "taken_on,value\n2024-03-01,7\n2023-03-01,6\n", "csv/a.csv": "id,name\n1,ada\n"])
+        XCTAssertNil(try migrator.migrate().failure)
+        XCTAssertEqual(try texts(db, "SELECT value::text FROM ONLY measurements"), [["6"]])
+        XCTAssertEqual(try texts(db, "SELECT value::text FROM measurements_2024"), [["7"]])
+        XCTAssertEqual(try texts(db, "SELECT what FROM audit"), [["account 1"]])
+    }
+
     func testIdentityColumnsTakeTheFilesValuesAsCopyDoesInEveryMode() throws {
         for mode in [#"mode="insert""#, #"mode="upsert" key="id""#] {
             let (migrator, db, _) = try project(schema: "CREATE TABLE t (id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text);",
