@@ -168,4 +168,57 @@ final class PostgresReplicationTests: XCTestCase {
         XCTAssertEqual(try standbyDB.rows("SELECT identity FROM public.strata_history GROUP BY identity HAVING count(*) > 1").count, 0)
         XCTAssertEqual(try standbyDB.scalar("SELECT count(*) FROM public.strata_history", as: Int.self), 4)
     }
+
+    /// A `transaction="none"` step's runner holds its lock on the primary, where the standby cannot see it: `plan`
+    /// on the standby must not call a step that is running right now dead and ask for `resolve`.
+    func testAStepRunningOnThePrimaryIsNotCalledAbandonedByPlanOnTheStandby() throws {
+        let (primary, standby) = try startCluster()
+        let primaryURL = primary.url(database: "app"), standbyURL = standby.url(database: "app")
+        let standbyDB = try PostgresConnection(url: standbyURL)
+        let root = try makeTemporaryDirectory(self)
+        let manifest = root.appendingPathComponent("manifest.xml").path
+        try write(#"<manifest version="1"><migrations directory="sql"/></manifest>"#, to: URL(fileURLWithPath: manifest))
+        try write("CREATE TABLE t (x int);", to: root.appendingPathComponent("sql/001_t.sql"))
+        let created = try runStrata(["migrate", "--manifest", manifest, "--database", primaryURL], in: root)
+        XCTAssertEqual(created.status, 0, created.stderr)
+        try write("INSERT INTO t VALUES (1);", to: root.appendingPathComponent("sql/002_fill.sql"))
+        try write(#"<manifest version="1"><migrations directory="sql"><migration file="002_fill.sql" transaction="none"/></migrations></manifest>"#,
+                  to: URL(fileURLWithPath: manifest))
+
+        // The step's INSERT waits behind a lock this session holds: its runner is alive, its row says `running`.
+        let blocker = try PostgresConnection(url: primaryURL)
+        try blocker.execute("BEGIN")
+        try blocker.execute("LOCK TABLE t IN SHARE MODE")
+        let (runner, out, err) = try startStrata(["migrate", "--manifest", manifest, "--database", primaryURL], in: root)
+        let runnerOut = PipeWatcher(out), runnerErr = PipeWatcher(err)
+        defer {
+            _ = try? blocker.execute("ROLLBACK")
+            if runner.isRunning { runner.terminate() }
+            runner.waitUntilExit()
+        }
+        let primaryDB = try PostgresConnection(url: primaryURL)
+        try wait(for: "002_fill.sql to be recorded running on the primary") {
+            try primaryDB.scalar("SELECT state FROM public.strata_history WHERE identity = '002_fill.sql'", as: String?.self) == "running"
+        }
+        try waitForReplay(from: primaryDB, on: standbyDB)
+        XCTAssertEqual(try standbyDB.scalar("SELECT state FROM public.strata_history WHERE identity = '002_fill.sql'", as: String?.self), "running")
+
+        for (server, url) in [("primary", primaryURL), ("standby", standbyURL)] {
+            let plan = try runStrata(["plan", "--manifest", manifest, "--database", url, "--format", "json"], in: root)
+            XCTAssertEqual(plan.status, 0, "\(server): \(plan.stderr)")
+            XCTAssertFalse(plan.stderr.contains("never finished"), "\(server): \(plan.stderr)")
+            let object = try json(plan)
+            XCTAssertEqual((object["steps"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, ["002_fill.sql"],
+                           "\(server): the step being applied is still to come")
+            XCTAssertEqual((object["refusals"] as? [Any])?.count, 0, "\(server): \(plan.stdout)")
+        }
+
+        try blocker.execute("COMMIT")
+        runner.waitUntilExit()
+        XCTAssertEqual(runner.terminationStatus, 0, runnerOut.text + runnerErr.text)
+        try waitForReplay(from: primaryDB, on: standbyDB)
+        let after = try runStrata(["plan", "--manifest", manifest, "--database", standbyURL, "--format", "json"], in: root)
+        XCTAssertEqual(after.status, 0, after.stderr)
+        XCTAssertEqual((try json(after)["steps"] as? [Any])?.count, 0, after.stdout)
+    }
 }
