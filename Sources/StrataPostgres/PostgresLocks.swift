@@ -37,13 +37,16 @@ struct PostgresStepLocks: StepLocking {
         return PostgresStepClaim(connection: connection, key: key)
     }
 
-    /// True when any session (this one included) holds the step's lock.
+    /// True when any session (this one included) holds the step's lock, and whenever that cannot be told: on a
+    /// hot standby (advisory locks are not replicated, so a runner alive on the primary holds nothing here) or when
+    /// the lock table cannot be read. A runner is never called dead on a guess.
     func isHeld(kind: StepKind, id: String) -> Bool {
         let key = PostgresLocks.key(kind: kind, id: id)
         return (try? connection.scalar("""
-            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks
-                           WHERE locktype = 'advisory' AND granted AND classid = $1::int4::oid AND objid = $2::int4::oid
-                             AND objsubid = 2 AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
+            SELECT pg_catalog.pg_is_in_recovery()
+                OR EXISTS (SELECT 1 FROM pg_catalog.pg_locks
+                               WHERE locktype = 'advisory' AND granted AND classid = $1::int4::oid AND objid = $2::int4::oid
+                                 AND objsubid = 2 AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
             """, [PostgresLocks.namespace, key], as: Bool.self)) ?? true
     }
 }

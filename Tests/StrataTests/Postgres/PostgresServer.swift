@@ -9,14 +9,14 @@ import XCTest
 final class PostgresServer: @unchecked Sendable {
     /// How tests reach the server: a connection URI without a database name.
     private let base: (host: String, port: String, user: String, password: String?)
-    /// The throwaway server's directory, nil for an existing server.
-    private let directory: URL?
+    /// The throwaway server, nil for an existing one.
+    private let instance: PostgresInstance?
     private let lock = NSLock()
     private var databases: [String: String] = [:]
 
-    private init(base: (host: String, port: String, user: String, password: String?), directory: URL?) {
+    private init(base: (host: String, port: String, user: String, password: String?), instance: PostgresInstance?) {
         self.base = base
-        self.directory = directory
+        self.instance = instance
     }
 
     /// The server, started once per process; throws `XCTSkip` (with the reason) where none can run.
@@ -65,31 +65,23 @@ final class PostgresServer: @unchecked Sendable {
             return .success(PostgresServer(base: (host: query["host"] ?? components.host ?? "localhost",
                                                   port: query["port"] ?? components.port.map(String.init) ?? "5432",
                                                   user: components.user ?? "postgres", password: components.password),
-                                           directory: nil))
+                                           instance: nil))
         }
-        guard let binaries = binDirectory() else {
+        guard let programs = PostgresPrograms.find() else {
             return .failure(SkipReason(description: "no PostgreSQL server binaries (install the postgresql package, or set STRATA_TEST_POSTGRES_URL)"))
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-pg-\(UUID().uuidString.prefix(8))")
-        let data = directory.appendingPathComponent("data")
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let asRoot = getuid() == 0
-            if asRoot { try run("/bin/chown", ["-R", "postgres:postgres", directory.path]) }
-            func server(_ tool: String, _ arguments: [String]) throws {
-                let path = binaries.appendingPathComponent(tool).path
-                if asRoot { try run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments) }
-                else { try run(path, arguments) }
-            }
-            try server("initdb", ["-D", data.path, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"])
+            try programs.makeDirectory(directory)
             // Only a Unix socket in the test directory: no port is taken on the machine, so any number works.
-            try server("pg_ctl", ["start", "-w", "-D", data.path, "-l", directory.appendingPathComponent("log").path,
-                                  "-o", "-k \(directory.path) -c listen_addresses='' -p 5432 -c fsync=off -c max_connections=200"])
+            let instance = try PostgresInstance.initdb(programs, data: directory.appendingPathComponent("data"),
+                                                       socketDirectory: directory, port: 5432)
+            try instance.start()
             atexit {
                 if case .success(let server) = PostgresServer.startup { server.stop() }
             }
             return .success(PostgresServer(base: (host: directory.path, port: "5432", user: "postgres", password: nil),
-                                           directory: directory))
+                                           instance: instance))
         } catch {
             return .failure(SkipReason(description: "the throwaway server did not start: \(error)"))
         }
@@ -97,24 +89,46 @@ final class PostgresServer: @unchecked Sendable {
 
     /// Stops the throwaway server and removes its directory.
     private func stop() {
-        guard let directory else { return }
-        let data = directory.appendingPathComponent("data").path
-        if let binaries = Self.binDirectory() {
-            let pgctl = binaries.appendingPathComponent("pg_ctl").path
-            if getuid() == 0 {
-                _ = try? Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", pgctl, "stop", "-D", data, "-m", "immediate"])
-            } else {
-                _ = try? Self.run(pgctl, ["stop", "-D", data, "-m", "immediate"])
-            }
+        guard let instance else { return }
+        instance.stop(mode: "immediate")
+        try? FileManager.default.removeItem(at: instance.socketDirectory)
+    }
+}
+
+/// The PostgreSQL server programs (`initdb`, `pg_ctl`, `pg_basebackup`), run as the `postgres` user when the tests
+/// run as root (the server refuses to run as root).
+struct PostgresPrograms: Sendable {
+    /// The server binaries' directory.
+    let directory: URL
+    private var asRoot: Bool { getuid() == 0 }
+
+    /// The installed programs; nil where there are none.
+    static func find() -> PostgresPrograms? {
+        binDirectory().map(PostgresPrograms.init(directory:))
+    }
+
+    /// Creates `url` (and its parents) for the server user to write in.
+    func makeDirectory(_ url: URL) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        if asRoot { try Self.run("/bin/chown", ["-R", "postgres:postgres", url.path]) }
+    }
+
+    /// Runs one of the server programs, as the server user; throws with its output when it fails.
+    @discardableResult
+    func run(_ tool: String, _ arguments: [String]) throws -> String {
+        let path = directory.appendingPathComponent(tool).path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw PostgresServer.SkipReason(description: "\(path) is not installed")
         }
-        try? FileManager.default.removeItem(at: directory)
+        if asRoot { return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments) }
+        return try Self.run(path, arguments)
     }
 
     /// The server binaries' directory: `pg_config --bindir` names the client's; the server's lives beside it
     /// (Debian: /usr/lib/postgresql/N/bin).
     static func binDirectory() -> URL? {
         var candidates: [URL] = []
-        if let output = try? capture("/usr/bin/env", ["pg_config", "--bindir"]) {
+        if let output = try? run("/usr/bin/env", ["pg_config", "--bindir"]) {
             candidates.append(URL(fileURLWithPath: output.trimmingCharacters(in: .whitespacesAndNewlines)))
         }
         if let versions = try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql") {
@@ -129,7 +143,7 @@ final class PostgresServer: @unchecked Sendable {
     /// Runs a program and returns its output. Not `Process`: its exit monitoring waits on a descriptor the
     /// server `pg_ctl start` leaves running inherits, so it would never see `pg_ctl` exit.
     @discardableResult
-    private static func run(_ executable: String, _ arguments: [String]) throws -> String {
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("strata-pg-run-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: output) }
         var actions = posix_spawn_file_actions_t()
@@ -146,14 +160,14 @@ final class PostgresServer: @unchecked Sendable {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
         guard spawned == 0 else {
-            throw SkipReason(description: "\(executable) could not be started: \(String(cString: strerror(spawned)))")
+            throw PostgresServer.SkipReason(description: "\(executable) could not be started: \(String(cString: strerror(spawned)))")
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         // Exited normally with status 0: the low seven bits are the terminating signal, the next eight the code.
         guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw SkipReason(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+            throw PostgresServer.SkipReason(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
         }
         return text
     }
@@ -165,8 +179,54 @@ final class PostgresServer: @unchecked Sendable {
             _ = fcntl(descriptor, F_SETFD, fcntl(descriptor, F_GETFD) | FD_CLOEXEC)
         }
     }
+}
 
-    private static func capture(_ executable: String, _ arguments: [String]) throws -> String {
-        try run(executable, arguments)
+/// One PostgreSQL server the tests start and stop: a data directory, listening only on the Unix socket
+/// `socketDirectory/.s.PGSQL.port` (no TCP port is taken on the machine; servers sharing a socket directory need
+/// different port numbers). Its log is the data directory's path plus `.log`.
+struct PostgresInstance: Sendable {
+    let programs: PostgresPrograms
+    let data: URL
+    let socketDirectory: URL
+    let port: Int
+
+    var log: URL { URL(fileURLWithPath: data.path + ".log") }
+
+    /// A new, stopped server in `data` (created by `initdb`; its parent must exist and be the server user's), whose
+    /// `pg_hba.conf` trusts local connections, replication ones included.
+    static func initdb(_ programs: PostgresPrograms, data: URL, socketDirectory: URL, port: Int) throws -> PostgresInstance {
+        try programs.run("initdb", ["-D", data.path, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"])
+        return PostgresInstance(programs: programs, data: data, socketDirectory: socketDirectory, port: port)
+    }
+
+    /// A new, stopped hot standby of this (running) server in `data`, listening on `port` in the same socket
+    /// directory: `pg_basebackup -R` copies the data and writes `standby.signal` and the `primary_conninfo` that
+    /// streams from this server.
+    func standby(data: URL, port: Int) throws -> PostgresInstance {
+        try programs.run("pg_basebackup", ["-D", data.path, "-h", socketDirectory.path, "-p", String(self.port),
+                                           "-U", "postgres", "-R", "-X", "stream", "--checkpoint=fast", "--no-sync"])
+        return PostgresInstance(programs: programs, data: data, socketDirectory: socketDirectory, port: port)
+    }
+
+    /// Starts the server and waits until it accepts connections (a standby: read-only ones).
+    func start() throws {
+        try programs.run("pg_ctl", ["start", "-w", "-t", "120", "-D", data.path, "-l", log.path, "-o",
+                                    "-k \(socketDirectory.path) -c listen_addresses='' -p \(port) -c fsync=off -c max_connections=200"])
+    }
+
+    /// Stops the server if it runs (`fast`: sessions ended, a clean shutdown; `immediate`: no checkpoint). Errors are
+    /// ignored: this runs in clean-ups, on servers that may never have started.
+    func stop(mode: String = "fast") {
+        _ = try? programs.run("pg_ctl", ["stop", "-w", "-t", "120", "-D", data.path, "-m", mode])
+    }
+
+    /// Promotes a standby to a primary, waiting (`-w`) until it is.
+    func promote() throws {
+        try programs.run("pg_ctl", ["promote", "-w", "-t", "120", "-D", data.path])
+    }
+
+    /// The URI of `database` on this server alone, as the `postgres` user.
+    func url(database: String) -> String {
+        "postgresql://postgres@/\(database)?host=\(socketDirectory.path)&port=\(port)"
     }
 }
