@@ -7,22 +7,40 @@ public enum DatabaseTargets {
     /// `MigrationError.noDatabase` when neither names one, and `DatabaseLocationError` for a name its backend refuses.
     public static func target(option: String?, manifest: Manifest?) throws -> any DatabaseTarget {
         if let option {
-            if PostgresURL.isPostgres(option) { return PostgresTarget(url: option, historySchema: manifest?.databaseSchema) }
-            return try target(location: option, source: "--database '\(DatabaseURL.redacted(option))'")
+            return try target(location: option, source: "--database '\(DatabaseURL.redacted(option))'",
+                              historySchema: manifest?.databaseSchema)
         }
         if let manifest, manifest.databaseBackend == .postgresql {
             return PostgresTarget(url: try manifest.resolvedDatabaseURL(), historySchema: manifest.databaseSchema)
         }
         if let path = manifest?.databasePath.map(displayPath) {
-            return try target(location: path, source: "<database path=\"\(path)\">")
+            return try target(location: path, source: "<database path=\"\(DatabaseURL.redacted(path))\">")
         }
         throw MigrationError.noDatabase
     }
 
-    /// The database at `location`: a PostgreSQL connection URI (`postgres://`, `postgresql://`) or a SQLite path;
-    /// `source` is how refusals name it.
+    /// The database at `location`: a PostgreSQL connection URI (`postgres://`, `postgresql://`) or libpq
+    /// keyword/value string (`host=db dbname=app`), else a SQLite path or `file:` URI; `source` is how refusals
+    /// name it. Refused (`DatabaseLocationError`): a keyword/value string libpq does not accept, and any other URI
+    /// (`PostgreSQL://…`, `mysql://…`): neither may quietly become a SQLite file of that name.
     public static func target(location: String, source: String) throws -> any DatabaseTarget {
-        if PostgresURL.isPostgres(location) { return PostgresTarget(url: location) }
+        try target(location: location, source: source, historySchema: nil)
+    }
+
+    private static func target(location: String, source: String, historySchema: String?) throws -> any DatabaseTarget {
+        if PostgresURL.isURI(location) { return PostgresTarget(url: location, historySchema: historySchema) }
+        if DatabaseURL.isKeywordValue(location) {
+            if let problem = PostgresURL.problem(with: location) {
+                throw DatabaseLocationError("\(source) reads as a libpq connection string (keyword=value), which libpq refuses: \(problem); "
+                                            + "for a SQLite file whose name starts with 'name=', write it as ./name=…")
+            }
+            return PostgresTarget(url: location, historySchema: historySchema)
+        }
+        if let scheme = DatabaseURL.unreadScheme(of: location) {
+            throw DatabaseLocationError("\(source) is a URI with the scheme '\(scheme)', which Strata does not read: name a PostgreSQL "
+                                        + "database with postgresql://… or postgres://… (lower case, at the very start, as libpq reads them) "
+                                        + "or a libpq keyword/value string (host=… dbname=…), a SQLite database with a file path or a file: URI")
+        }
         return try SQLiteTarget(path: location, source: source)
     }
 

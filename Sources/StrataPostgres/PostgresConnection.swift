@@ -46,8 +46,9 @@ public final class PostgresConnection {
 
     var sessionSettings: String { Self.sessionSettings(serverVersion: PQserverVersion(handle)) }
 
-    /// Connects to the database `url` names (`postgres://` or `postgresql://`, anything libpq accepts in a URI,
-    /// with libpq's environment — `PGPASSWORD`, `~/.pgpass` — as usual).
+    /// Connects to the database `url` names (a `postgres://` or `postgresql://` URI or a keyword/value string,
+    /// anything libpq accepts, with libpq's environment — `PGPASSWORD`, `~/.pgpass` — as usual). A failure's message
+    /// hides every piece of a password `url` holds (`DatabaseURL.redacted(_:secretsOf:)`).
     /// - Parameters:
     ///   - schema: where `strata_history` lives; nil: found on `search_path` (`PostgresHistoryLocation`).
     ///   - lockTimeout: how long `withWriteLock` waits for another deployer.

@@ -1,7 +1,8 @@
 import Foundation
 import StrataCore
 
-/// A PostgreSQL database named by a connection URI on the command line or in a manifest.
+/// A PostgreSQL database named by a connection URI (command line or manifest) or a libpq keyword/value string
+/// (command line).
 public struct PostgresTarget: DatabaseTarget {
     /// The URI as given (with its password, if it holds one: never shown; `name` is what output uses).
     let url: String

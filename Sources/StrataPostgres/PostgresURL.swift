@@ -1,42 +1,39 @@
+import CLibPQ
 import Foundation
 import StrataCore
 
-/// PostgreSQL connection URIs as Strata takes them: told from SQLite paths by their scheme, and with their
-/// password kept out of what libpq says about them (`DatabaseURL.redacted` hides it in the URI itself).
+/// PostgreSQL connection strings as Strata takes them: told from SQLite paths as libpq tells them, and with their
+/// secrets kept out of what libpq says about them (`DatabaseURL.redacted` hides them in the string itself).
 public enum PostgresURL {
-    /// Whether `location` is a PostgreSQL connection URI rather than a SQLite path (case-sensitive, as libpq is).
+    /// Whether `location` names a PostgreSQL database rather than a SQLite file: a connection URI
+    /// (`postgresql://`, `postgres://`, case-sensitive as libpq reads them) or a libpq keyword/value string
+    /// (`host=db dbname=app`, `DatabaseURL.isKeywordValue`). A keyword/value string libpq refuses is still one:
+    /// `problem(with:)` says why, and it never becomes a file name.
     public static func isPostgres(_ location: String) -> Bool {
+        isURI(location) || DatabaseURL.isKeywordValue(location)
+    }
+
+    /// Whether `location` starts with a scheme libpq reads as a URI.
+    public static func isURI(_ location: String) -> Bool {
         DatabaseURL.schemes.contains { location.hasPrefix($0) }
     }
 
-    /// `message` with every password `url` holds replaced, raw and percent-decoded: libpq's messages quote what
-    /// they were given.
-    static func redacting(_ message: String, url: String) -> String {
-        var message = DatabaseURL.redacted(message)
-        for password in passwords(in: url) where password.count >= 1 {
-            message = message.replacingOccurrences(of: password, with: DatabaseURL.redaction)
+    /// Why libpq refuses `location` as a connection string (its own message, with every secret hidden), nil when
+    /// it parses: `PQconninfoParse`, which reads it as `PQconnectdb` does and connects nowhere.
+    public static func problem(with location: String) -> String? {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(location, &error) else {
+            defer { if let error { PQfreemem(error) } }
+            let message = error.map { String(cString: $0).trimmingWhitespace() } ?? "libpq could not parse it (out of memory)"
+            return redacting(message, url: location)
         }
-        return message
+        PQconninfoFree(options)
+        return nil
     }
 
-    /// The passwords written in a URI's user information and `password=` parameters, raw and percent-decoded.
-    private static func passwords(in url: String) -> [String] {
-        var found: [String] = []
-        if let scheme = url.range(of: "://") {
-            let rest = url[scheme.upperBound...]
-            let authorityEnd = rest.lastIndex(of: "@") ?? rest.startIndex
-            if let colon = rest[..<authorityEnd].firstIndex(of: ":") {
-                found.append(String(rest[rest.index(after: colon)..<authorityEnd]))
-            }
-        }
-        if let query = url.firstIndex(of: "?") {
-            for pair in url[url.index(after: query)...].split(separator: "&") {
-                let lower = pair.lowercased()
-                if lower.hasPrefix("password=") || lower.hasPrefix("sslpassword=") {
-                    found.append(String(pair.drop { $0 != "=" }.dropFirst()))
-                }
-            }
-        }
-        return found + found.compactMap { $0.removingPercentEncoding }.filter { !found.contains($0) }
+    /// `message` with every piece of a secret `url` holds replaced, raw, percent-decoded and unquoted: libpq's
+    /// messages quote what they were given, and what it took for a host or a user may be part of a password.
+    static func redacting(_ message: String, url: String) -> String {
+        DatabaseURL.redacted(message, secretsOf: url)
     }
 }

@@ -24,16 +24,17 @@ public struct SQLiteTarget: DatabaseTarget {
         exists = try Self.databaseFileExists(path, source: source)
     }
 
-    public var name: String { path }
+    /// The path with any password it holds hidden (`DatabaseURL.redacted`): how output names the database.
+    public var name: String { DatabaseURL.redacted(path) }
 
     /// Opens the database for writing (creating the file when absent). What SQLite opened is checked again before
     /// anything is written: a connection without a file, or one SQLite opened read-only, is refused.
     public func openForWriting(timeout: Duration) throws -> any MigrationDatabase {
-        let database = try Database(path: path, configuration: Database.Configuration(busyTimeout: timeout))
+        let database = try Self.opening(path) { try Database(path: path, configuration: Database.Configuration(busyTimeout: timeout)) }
         try Self.refuseWithoutFile(database, source: source)
         if database.isReadOnly {
             throw DatabaseError(kind: .readOnly, code: nil,
-                                message: "\(path) is read-only: SQLite opened it without write access (a mode=ro URI, or a file this user may not write)")
+                                message: "\(name) is read-only: SQLite opened it without write access (a mode=ro URI, or a file this user may not write)")
         }
         return database
     }
@@ -48,7 +49,7 @@ public struct SQLiteTarget: DatabaseTarget {
 
     private func openReadOnly() throws -> Database {
         guard exists else { return try Database(.inMemory) }
-        return try Database(path: path, configuration: Database.Configuration(readOnly: true))
+        return try Self.opening(path) { try Database(path: path, configuration: Database.Configuration(readOnly: true)) }
     }
 
     /// Whether SQLite finds a database file at `path`, asked of SQLite itself: it reads `file:` URIs, so
@@ -57,7 +58,7 @@ public struct SQLiteTarget: DatabaseTarget {
     private static func databaseFileExists(_ path: String, source: String) throws -> Bool {
         let probe: Database
         do {
-            probe = try Database(path: path, configuration: Database.Configuration(readOnly: true, foreignKeys: false))
+            probe = try opening(path) { try Database(path: path, configuration: Database.Configuration(readOnly: true, foreignKeys: false)) }
         } catch let error as DatabaseError where error.kind == .cannotOpen {
             // No database there yet; or a file that cannot be read, which the command's own open reports.
             return FileManager.default.fileExists(atPath: path)
@@ -128,11 +129,23 @@ public struct SQLiteTarget: DatabaseTarget {
         return refused
     }
 
+    /// `open()`, its error's message with every piece of a password `path` holds hidden: SQLite quotes parts of a
+    /// URI it refuses (`invalid uri authority: …`), and the messages name the path.
+    private static func opening(_ path: String, _ open: () throws -> Database) throws -> Database {
+        do {
+            return try open()
+        } catch let error as DatabaseError {
+            let message = DatabaseURL.redacted(error.message, secretsOf: path)
+            guard message != error.message else { throw error }
+            throw DatabaseError(kind: error.kind, code: error.code, message: message, sql: error.sql, line: error.line, column: error.column)
+        }
+    }
+
     /// Refuses (exit 2) a `file:` URI whose parameters change how SQLite opens the file, before it is opened.
     private static func refuseURIParameters(_ path: String, source: String) throws {
         let refused = Self.uriParametersChangingTheOpen(path)
         guard !refused.isEmpty else { return }
-        throw DatabaseLocationError("\(source) names no database file SQLite opens as usual: \(refused.joined(separator: ", ")) changes how SQLite opens, locks or reads it (in memory, another VFS, no locking, or assumed never to change), so a run could keep nothing or run unlocked; give the path of a file (a file: URI may carry only mode=ro and cache)")
+        throw DatabaseLocationError("\(source) names no database file SQLite opens as usual: \(DatabaseURL.redacted(refused.joined(separator: ", "), secretsOf: path)) changes how SQLite opens, locks or reads it (in memory, another VFS, no locking, or assumed never to change), so a run could keep nothing or run unlocked; give the path of a file (a file: URI may carry only mode=ro and cache)")
     }
 
 }

@@ -995,3 +995,21 @@ extension ManifestTests {
 private extension String {
     func prefixed(by root: URL) -> String { root.appendingPathComponent(self).path }
 }
+
+// MARK: Connection strings where a SQLite path belongs
+
+extension ManifestTests {
+    /// `<database path>` holding a connection string would name a file next to the manifest, created on `migrate`.
+    func testAConnectionStringInPathIsRefusedWithoutItsPassword() throws {
+        for value in ["host=127.0.0.1 port=54330 user=postgres password=secretpw dbname=postgres",
+                      "postgresql://postgres:secretpw@h/db", "PostgreSQL://postgres:secretpw@h/db", "mysql://u:secretpw@h/db"] {
+            let found = try problems(#"<manifest version="1"><database path="\#(value)"/></manifest>"#)
+            XCTAssertEqual(found.count, 1, "\(value): \(found)")
+            XCTAssertTrue(found.allSatisfy { $0.message.contains("not a SQLite file path") && !$0.message.contains("secretpw") }, "\(found)")
+        }
+        let both = try problems(#"<manifest version="1"><database path="file:x.db?password=secretpw" url="postgresql://db/x"/></manifest>"#)
+        XCTAssertFalse(both.contains { $0.message.contains("secretpw") }, "\(both)")
+        XCTAssertEqual(try load(#"<manifest version="1"><database path="./app=v2.db"/></manifest>"#).databaseBackend, .sqlite,
+                       "a path whose first word is not name= is a path")
+    }
+}

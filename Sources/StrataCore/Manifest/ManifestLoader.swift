@@ -108,8 +108,9 @@ struct ManifestLoader {
         case (nil, nil):
             problem(element, "<database> names no database: give path=\"…\" for a SQLite file or url=\"postgresql://…\" for a PostgreSQL database")
         case (let path?, let url?):
-            problem(element, "<database> has both path=\"\(path)\" and url=\"\(DatabaseURL.redacted(url))\"; give one: path= for a SQLite file, url= for a PostgreSQL database")
+            problem(element, "<database> has both path=\"\(DatabaseURL.redacted(path))\" and url=\"\(DatabaseURL.redacted(url))\"; give one: path= for a SQLite file, url= for a PostgreSQL database")
         case (let path?, nil):
+            DatabaseURL.problems(inPath: path).forEach { problem(element, $0) }
             database.path = context.resolve(path)
         case (nil, let url?):
             DatabaseURL.problems(inTemplate: url).forEach { problem(element, $0) }

@@ -41,6 +41,25 @@ final class PostgresServer: @unchecked Sendable {
         return url
     }
 
+    /// The libpq keyword/value string of a database on this server, with `extra` (e.g. `password=…`) appended.
+    func keywordValue(database: String, extra: String = "") -> String {
+        func quoted(_ value: String) -> String {
+            "'" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+        }
+        var text = "host=\(quoted(base.host)) port=\(base.port) user=\(quoted(base.user)) dbname=\(quoted(database))"
+        if let password = base.password { text += " password=\(quoted(password))" }
+        return extra.isEmpty ? text : text + " " + extra
+    }
+
+    /// Whether connecting takes a password (an existing server named by `STRATA_TEST_POSTGRES_URL`).
+    var usesPassword: Bool { base.password != nil }
+
+    /// The host and port query of a URI naming this server (`host=…&port=…`), percent-encoded.
+    var hostQuery: String {
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~/"))
+        return "host=\(base.host.addingPercentEncoding(withAllowedCharacters: allowed) ?? base.host)&port=\(base.port)"
+    }
+
     /// A fresh, empty database for the project at `root` (the same one each time for the same root).
     func database(for root: URL) throws -> String {
         lock.lock()
