@@ -130,6 +130,7 @@ enum CLI {
             printError("strata \(spec.name): \(error)\nUsage: \(spec.usage)")
             return ExitCode.usage
         } catch let error as DatabaseLocationError {
+            output?.object(["command": .string(spec.name), "error": .string("\(error)")])
             printError("strata \(spec.name): \(error)\nUsage: \(spec.usage)")
             return ExitCode.usage
         } catch let error as ManifestError {

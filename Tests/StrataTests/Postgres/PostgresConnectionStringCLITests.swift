@@ -87,6 +87,10 @@ final class PostgresConnectionStringCLITests: XCTestCase {
                 XCTAssertTrue(result.stderr.contains("postgresql://… or postgres://…"), result.stderr)
                 XCTAssertTrue(result.stderr.contains(":•••@"), result.stderr)
                 assertNoSecret(result, ["secretpw"], url)
+                if format == "json" {
+                    let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+                    XCTAssertTrue((object?["error"] as? String)?.contains(":•••@") ?? false, "one JSON object: \(result.stdout)")
+                }
             }
         }
         XCTAssertEqual(try entries(root), before, "no SQLite file was created")
