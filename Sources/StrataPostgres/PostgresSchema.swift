@@ -6,7 +6,7 @@ import StrataCore
 ///
 /// Sections, each sorted by byte order, in an order that lets the text apply to an empty database when no object
 /// uses one printed in a later section (a function used by a default, a view over a view named after it):
-/// schemas, extensions, enum, range and composite types, domains, sequences, tables (columns with type, collation,
+/// schemas, extensions, enum and range types, domains, composite types, sequences, tables (columns with type, collation,
 /// NOT NULL, default, generated expression or identity; then PRIMARY KEY, UNIQUE, CHECK and EXCLUDE constraints;
 /// row-level security switches), partitions and inheritance, sequence ownership, views, indexes, index partitions,
 /// foreign keys and NOT VALID checks, replica identity and clustering, functions and procedures, triggers, event
@@ -62,10 +62,17 @@ struct PostgresSchema {
         let historyArguments: StatementArguments = [PostgresHistory.table, connection.historySchema]
         var sections: [[String]] = []
 
+        // `public` is in every database. The history's schema is Strata's when it holds nothing else.
         sections.append(try lines("""
             SELECT format('CREATE SCHEMA %I;', n.nspname) FROM pg_catalog.pg_namespace n
-            WHERE \(Self.userSchemas) AND n.nspname <> 'public' AND n.nspname <> $1
-              AND \(Self.notInExtension("pg_namespace", "n.oid"))
+            WHERE \(Self.userSchemas) AND n.nspname <> 'public' AND \(Self.notInExtension("pg_namespace", "n.oid"))
+              AND NOT (n.nspname = $1
+                       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.relnamespace = n.oid
+                                       AND c.relname NOT IN ('strata_history', 'strata_history_pkey'))
+                       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.pronamespace = n.oid
+                                       AND p.proname <> 'strata_history_guard')
+                       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type t WHERE t.typnamespace = n.oid AND t.typrelid = 0
+                                       AND t.typname <> '_strata_history'))
             """, [connection.historySchema]))
         // Extensions made by initdb (plpgsql) are in every database; pg_dump leaves them out too.
         sections.append(try lines("""
