@@ -105,9 +105,10 @@ final class PostgresConnectionTests: XCTestCase {
                          "    name text NOT NULL DEFAULT 'x'::text", "CONSTRAINT person_pkey PRIMARY KEY (id)",
                          "CREATE INDEX person_name ON public.person USING btree (name);", "CREATE VIEW public.named AS",
                          "CREATE OR REPLACE FUNCTION public.touch()", "CREATE TRIGGER person_touch BEFORE UPDATE ON public.person",
-                         "CREATE SEQUENCE public.person_id_seq AS bigint"] {
+                         "    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,"] {
             XCTAssertTrue(text.contains(expected), "\(expected) in:\n\(text)")
         }
+        XCTAssertFalse(text.contains("SEQUENCE"), "an identity's sequence is part of its column:\n\(text)")
         XCTAssertFalse(text.contains("strata_history"), text)
         XCTAssertEqual(text, try PostgresSchema(connection: db).text(), "the same text every time")
     }
