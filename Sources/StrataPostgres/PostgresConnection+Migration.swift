@@ -97,7 +97,7 @@ extension PostgresConnection: MigrationDatabase {
             case .statement(let statement):
                 let result = executeWatchingLocks(statement.sql)
                 try check(result, statement)
-                try confirmStringsReadAsSplit(statement)
+                try confirmSessionReadsFileAsSent(statement)
             case .copy(let statement, _):
                 try copy(statement, from: &script)
             case .metaCommand(let command):
@@ -111,14 +111,22 @@ extension PostgresConnection: MigrationDatabase {
         }
     }
 
-    /// Stops a file that turned `standard_conforming_strings` off (`set_config`, an `UPDATE pg_settings`; the lint
-    /// refuses `SET`): the server would then read backslashes in `'…'` as escapes while the splitter, like
-    /// `pg_dump`'s output, reads them as characters, and values would be stored other than written.
-    private func confirmStringsReadAsSplit(_ statement: PostgresStatementText) throws {
-        guard let value = PQparameterStatus(handle, "standard_conforming_strings"), String(cString: value) != "on" else { return }
-        throw DatabaseError(kind: .syntax, code: nil,
-                            message: "this statement turned standard_conforming_strings off; Strata reads every file with it on (a backslash in '…' is a plain character, as pg_dump writes them), so the rest would be read other than the server reads it. Leave the setting on and write escapes as E'…'",
-                            line: statement.line, column: statement.column)
+    /// Stops a file that changed how the server reads what Strata sends (by `set_config` or an `UPDATE pg_settings`,
+    /// which the lint cannot see; it refuses `SET`): `standard_conforming_strings` off, under which the server reads
+    /// backslashes in `'…'` as escapes while the splitter, like `pg_dump`'s output, reads them as characters; or a
+    /// `client_encoding` other than UTF-8, the encoding of every file Strata runs. Either would store values other
+    /// than written, Strata's history row included.
+    private func confirmSessionReadsFileAsSent(_ statement: PostgresStatementText) throws {
+        if let value = PQparameterStatus(handle, "standard_conforming_strings"), String(cString: value) != "on" {
+            throw DatabaseError(kind: .syntax, code: nil,
+                                message: "this statement turned standard_conforming_strings off; Strata reads every file with it on (a backslash in '…' is a plain character, as pg_dump writes them), so the rest would be read other than the server reads it. Leave the setting on and write escapes as E'…'",
+                                line: statement.line, column: statement.column)
+        }
+        if let value = PQparameterStatus(handle, "client_encoding"), String(cString: value) != "UTF8" {
+            throw DatabaseError(kind: .syntax, code: nil,
+                                message: "this statement set client_encoding to \(String(cString: value)); Strata sends every file as UTF-8, so the server would read the rest, and Strata's history row, in another encoding. Remove it",
+                                line: statement.line, column: statement.column)
+        }
     }
 
     /// A statement's failure placed at the file line and column PostgreSQL's error position points to.
@@ -203,21 +211,44 @@ extension PostgresConnection: MigrationDatabase {
     /// PostgreSQL has rolled back by the time a failed statement returns.
     public func finishRollback() throws {}
 
-    /// INVALID indexes in every user schema, leaving out those a `CREATE INDEX CONCURRENTLY` or `REINDEX` is
-    /// building now (they are invalid until it finishes, and listed in `pg_stat_progress_create_index`).
+    /// INVALID indexes of tables in every user schema, leaving out those a `CREATE INDEX CONCURRENTLY` or `REINDEX`
+    /// is building now (they are invalid until it finishes, and listed in `pg_stat_progress_create_index`) and
+    /// those of partitioned tables (`CREATE INDEX … ON ONLY` is invalid by design until every partition's index is
+    /// attached; no build was interrupted).
     public func unfinishedObjects() throws -> [UnfinishedObject] {
         try rows("""
-            SELECT format('%I.%I', n.nspname, c.relname) AS name, format('%I.%I', tn.nspname, t.relname) AS "table"
+            SELECT format('%I.%I', n.nspname, c.relname) AS name, format('%I.%I', tn.nspname, t.relname) AS "table",
+                   c.relname ~ '_cc(new|old)[0-9]*$' AS reindex_copy
             FROM pg_catalog.pg_index i
             JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_catalog.pg_class t ON t.oid = i.indrelid JOIN pg_catalog.pg_namespace tn ON tn.oid = t.relnamespace
-            WHERE NOT i.indisvalid AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+            WHERE NOT i.indisvalid AND c.relkind = 'i' AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
               AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_progress_create_index p WHERE p.index_relid = i.indexrelid)
             ORDER BY 1
             """).map { row in
             let name: String = try row.get("name")
+            // A `REINDEX … CONCURRENTLY` interrupted leaves its copy (`…_ccnew`, or the old index as `…_ccold`) beside
+            // the index it was rebuilding, which is intact: the copy is only dropped; rebuilt, it would stay a duplicate.
+            let copy: Bool = try row.get("reindex_copy")
             return UnfinishedObject(kind: "index", name: name, table: try row.get("table"),
-                                    fixes: ["DROP INDEX CONCURRENTLY \(name)", "REINDEX INDEX CONCURRENTLY \(name)"])
+                                    fixes: copy ? ["DROP INDEX CONCURRENTLY \(name)"]
+                                        : ["DROP INDEX CONCURRENTLY \(name)", "REINDEX INDEX CONCURRENTLY \(name)"])
+        }
+    }
+
+    /// Every other schema's `strata_history` and the steps it records (those marked `deleted` left out).
+    public func otherHistories() throws -> [(location: String, steps: Set<String>)] {
+        let schemas = try rows("""
+            SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relname = 'strata_history' AND c.relkind IN ('r', 'p') AND n.nspname <> $1
+              AND n.nspname NOT LIKE 'pg\\_temp%' AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
+            ORDER BY 1
+            """, [historySchema]).map { try $0.get(0, as: String.self) }
+        // Names as the server quotes them: `public`, `"Deploy"`.
+        return try schemas.map { schema in
+            let steps = try rows("SELECT kind || '/' || identity FROM \(schema).strata_history WHERE state <> 'deleted'")
+                .map { try $0.get(0, as: String.self) }
+            return (location: "strata_history in schema \(schema)", steps: Set(steps))
         }
     }
 

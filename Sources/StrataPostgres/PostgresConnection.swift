@@ -20,8 +20,6 @@ public final class PostgresConnection {
     /// The schema holding `strata_history`: the manifest's, else the first schema of `search_path` holding one, else
     /// the first schema of `search_path` (`PostgresHistoryLocation`), as resolved on connecting.
     public let historySchema: String
-    /// Why this session may not use the history, when one exists only outside `search_path`.
-    let historyProblem: String?
     /// Rows changed by the last statement.
     public private(set) var changes = 0
     /// Savepoints opened by `withSavepoint`, for unique names.
@@ -30,6 +28,8 @@ public final class PostgresConnection {
     var holdsDeployLock = false
     /// Names the session a migration's statement waited for when it gives up (armed by `limitStatements`).
     let lockWatch = PostgresLockWatch()
+    /// The session holding `transaction="none"` steps' claims (`PostgresStepLocks`), opened on first use.
+    var claimSession: PostgresConnection?
 
     /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
     /// again after each migration. `standard_conforming_strings` is how the splitter reads `'…'` (backslashes are
@@ -73,9 +73,7 @@ public final class PostgresConnection {
             PQfinish(connection)
             throw error
         }
-        let location = PostgresHistoryLocation(configured: schema, current)
-        historyProblem = location.problem
-        if let schema = location.schema {
+        if let schema = PostgresHistoryLocation(configured: schema, current).schema {
             historySchema = schema
         } else {
             PQfinish(connection)

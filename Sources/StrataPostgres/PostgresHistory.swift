@@ -29,8 +29,7 @@ struct PostgresHistory: HistoryStorage {
     }
 
     func exists() throws -> Bool {
-        if let problem = connection.historyProblem { throw DatabaseError(kind: .misuse, code: nil, message: problem) }
-        return try connection.scalar("SELECT to_regclass($1) IS NOT NULL", [qualified], as: Bool.self) ?? false
+        try connection.scalar("SELECT to_regclass($1) IS NOT NULL", [qualified], as: Bool.self) ?? false
     }
 
     /// Creates the table (and its schema) when absent. Two sessions creating it at once would collide in the

@@ -95,6 +95,9 @@ enum PostgresLint {
         if insideTransaction, let command = statement.refusedInTransactionBlock {
             return "\(command) cannot run inside a transaction block, and Strata runs this file in one; mark the file transaction=\"none\" in the manifest"
         }
+        if let encoding = statement.setsClientEncodingOtherThanUTF8 {
+            return "this sets client_encoding to \(encoding); Strata sends every file as UTF-8 (it refuses files that are not), so the server would read what follows in another encoding and store other characters than the file holds — remove it (pg_dump writes it; a dump of a UTF8 database says UTF8, which is accepted)"
+        }
         if statement.turnsOffStandardConformingStrings {
             return "this turns standard_conforming_strings off, under which PostgreSQL reads a backslash in '…' as an escape; Strata splits files as PostgreSQL's default (on) reads them, so the two would disagree on where strings end — leave it on and write E'…' where a string needs escapes"
         }
@@ -330,16 +333,31 @@ enum PostgresLint {
 
         /// `SET [SESSION|LOCAL] standard_conforming_strings {=|TO} off` (also in ALTER DATABASE/ROLE … SET).
         var turnsOffStandardConformingStrings: Bool {
-            guard starts(with: "SET") || starts(with: "ALTER") else { return false }
-            return top.indices.contains { index in
-                guard top[index].isWord("STANDARD_CONFORMING_STRINGS"), index > 0, top[index - 1].isWord("SET")
-                        || top[index - 1].isWord("SESSION") || top[index - 1].isWord("LOCAL") else { return false }
+            settingValue("STANDARD_CONFORMING_STRINGS").map(Self.isFalse) ?? false
+        }
+
+        /// The encoding a `SET client_encoding` or `SET NAMES` asks for, when it is not UTF-8 (`DEFAULT` included:
+        /// the server's default may be another).
+        var setsClientEncodingOtherThanUTF8: String? {
+            guard let value = settingValue("CLIENT_ENCODING") ?? (starts(with: "SET", "NAMES") && top.count > 2 ? top[2] : nil)
+            else { return nil }
+            let name = value.text.uppercased().replacingOccurrences(of: "-", with: "").replacingOccurrences(of: "_", with: "")
+            return name == "UTF8" || name == "UNICODE" ? nil : (value.kind == .string ? "'\(value.text)'" : value.text)
+        }
+
+        /// The value token of `SET [SESSION | LOCAL] name {TO | =} value` (or `ALTER … SET name …`), nil when the
+        /// statement does not set `name`.
+        private func settingValue(_ name: String) -> PostgresToken? {
+            guard starts(with: "SET") || starts(with: "ALTER") else { return nil }
+            for index in top.indices where top[index].isWord(name) && index > 0
+                && (top[index - 1].isWord("SET") || top[index - 1].isWord("SESSION") || top[index - 1].isWord("LOCAL")) {
                 var value = index + 1
                 if value < top.count, top[value].isWord("TO") || (top[value].kind == .symbol && top[value].text == "=") {
                     value += 1
                 }
-                return value < top.count && Self.isFalse(top[value])
+                if value < top.count { return top[value] }
             }
+            return nil
         }
     }
 }

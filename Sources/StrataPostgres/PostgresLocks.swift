@@ -30,11 +30,21 @@ enum PostgresLocks {
 struct PostgresStepLocks: StepLocking {
     let connection: PostgresConnection
 
+    /// Takes the claim on a second session of the same connection, one no migration runs on: a file can release
+    /// every advisory lock of its own session (`pg_advisory_unlock_all()`, `DISCARD ALL`), and a claim lost that way
+    /// would let another deployer take the running step for an abandoned one. Both sessions end with the process.
     func claim(kind: StepKind, id: String) throws -> (any StepClaim)? {
         let key = PostgresLocks.key(kind: kind, id: id)
-        guard try connection.scalar("SELECT pg_try_advisory_lock($1::int4, $2::int4)", [PostgresLocks.namespace, key],
-                                    as: Bool.self) == true else { return nil }
-        return PostgresStepClaim(connection: connection, key: key)
+        let session: PostgresConnection
+        if let open = connection.claimSession, PQstatus(open.handle) == CONNECTION_OK {
+            session = open
+        } else {
+            session = try PostgresConnection(url: connection.conninfoForSecondSession(application: "strata step claim"))
+            connection.claimSession = session
+        }
+        guard try session.scalar("SELECT pg_try_advisory_lock($1::int4, $2::int4)", [PostgresLocks.namespace, key],
+                                 as: Bool.self) == true else { return nil }
+        return PostgresStepClaim(connection: session, key: key)
     }
 
     /// True when any session (this one included) holds the step's lock, and whenever that cannot be told: on a

@@ -86,6 +86,8 @@ final class PostgresSeedTarget: SeedTarget {
             let refusal: String? = switch wanted {
             case .blob where type.oid != PostgresColumnType.bytea:
                 "type=\"blob\" needs a bytea column, and '\(column.name)' is \(column.declaredType)"
+            case .real where type.oid == PostgresColumnType.numeric:
+                "type=\"real\" on '\(column.name)', a \(column.declaredType) column, would pass each value through a binary double and round it (12345678901234567.25 becomes 12345678901234568); leave the type out, and numeric values are kept exact and checked against the column's scale"
             case .datetime where type.oid == PostgresColumnType.date || type.oid == PostgresColumnType.time
                 || type.oid == PostgresColumnType.timetz:
                 "type=\"datetime\" on '\(column.name)', a \(column.declaredType) column, would drop part of each value (PostgreSQL keeps only the \(type.oid == PostgresColumnType.date ? "date" : "time of day")); use type=\"\(type.oid == PostgresColumnType.date ? "date" : "text")\""
@@ -97,6 +99,9 @@ final class PostgresSeedTarget: SeedTarget {
             }
             let standard = SeedConversion.standard(for: column, configured: configured)
             if standard.kind == .text, let limited = type.limitedText { return SeedConversion(kind: limited) }
+            // Text for a numeric column is what the server parses: checked against the scale first, as without a type,
+            // or the server would round it to the scale without a word.
+            if standard.kind == .text, type.oid == PostgresColumnType.numeric { return type.conversion }
             return SeedConversion(kind: standard.kind, fractionDigits: type.fractionDigits)
         }
         return type.conversion

@@ -210,6 +210,9 @@ struct Commands {
             output.log("\(status.id) is dirty; run 'strata resolve \(status.id) --applied' or '--rolled-back' after checking the database")
         }
         for object in unfinished { output.log(object.description) }
+        for status in statuses where status.state == .running {
+            output.log("\(status.id) is being applied now by \(status.record?.runner ?? "another process"), which holds its lock")
+        }
         return troubled.isEmpty && unfinished.isEmpty ? ExitCode.success : ExitCode.refused
     }
 

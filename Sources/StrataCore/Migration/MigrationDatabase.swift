@@ -49,6 +49,10 @@ public protocol MigrationDatabase: DatabaseConnection {
     /// Objects an interrupted statement outside a transaction left unusable (`UnfinishedObject`), not counting
     /// those another session is building now. None on a backend where every statement is all or nothing.
     func unfinishedObjects() throws -> [UnfinishedObject]
+    /// Strata histories in the database other than `history`, where a database can hold several (PostgreSQL: one
+    /// per schema): where each is, and the steps it records (`kind/identity`), so that a history looked for in a
+    /// new place is not mistaken for a database where nothing ran.
+    func otherHistories() throws -> [(location: String, steps: Set<String>)]
 }
 
 extension MigrationDatabase {
@@ -58,6 +62,9 @@ extension MigrationDatabase {
 
     /// SQLite's statements, `VACUUM` included, either complete or leave nothing behind.
     public func unfinishedObjects() throws -> [UnfinishedObject] { [] }
+
+    /// A SQLite database holds one history.
+    public func otherHistories() throws -> [(location: String, steps: Set<String>)] { [] }
 }
 
 /// How long the statements of one step may wait for locks and run, as `MigrationOptions` sets them for it.

@@ -65,8 +65,11 @@ public struct StepStatus: Sendable, Equatable {
         case drifted
         /// Recorded, but no longer in the manifest.
         case missing
-        /// A `transaction="none"` file that started and did not finish (`running` or `failed` in history).
+        /// A `transaction="none"` file that started and did not finish (`running` or `failed` in history), whose
+        /// runner is gone.
         case dirty
+        /// A `transaction="none"` file being applied right now: `running` in history, and its runner holds its lock.
+        case running
         /// A seed whose context is not active in this run.
         case skipped
     }
@@ -151,6 +154,9 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         /// `transaction="none"` migration that could build on it (`CREATE INDEX CONCURRENTLY IF NOT EXISTS` would
         /// keep an INVALID index and be recorded as applied).
         case unfinished
+        /// The history is not where this connection looks, and another history in the database records steps of
+        /// this manifest (`MigrationDatabase.otherHistories`).
+        case historyElsewhere = "history-elsewhere"
     }
 
     public let reason: Reason

@@ -117,6 +117,7 @@ public struct Migrator {
         // `deleted` records are kept: a file restored after `repair` is applied (same checksum) or drifted, never
         // pending, or it would run twice.
         let records = try history.all()
+        if records.isEmpty { try refuseHistoryElsewhere() }
         var byKey: [String: HistoryRecord] = [:]
         for record in records { byKey[key(record.kind, record.identity)] = record }
         var result: [StepStatus] = []
@@ -129,7 +130,7 @@ public struct Migrator {
             }
             let state: StepStatus.State
             if let record {
-                if record.isDirty { state = .dirty }
+                if record.isDirty { state = isBeingApplied(record) ? .running : .dirty }
                 else if record.checksum == checksum { state = .applied }
                 else if case .seed(let seed) = step, seed.onChange == .reapply, checksum != nil { state = .changed }
                 else { state = .drifted }
@@ -173,7 +174,7 @@ public struct Migrator {
         var steps: [PlannedStep] = []
         var pendingMigration: String?
         for status in statuses {
-            let beingApplied = status.state == .dirty && isBeingApplied(status.record)
+            let beingApplied = status.state == .running
             guard let step = status.step, status.state == .pending || status.state == .changed || beingApplied else { continue }
             switch step {
             case .migration(let migration):
@@ -246,6 +247,7 @@ public struct Migrator {
                 return Refusal(reason: .missing, id: status.id,
                     message: "\(status.id) was applied but is no longer in the manifest; restore it, or run 'strata repair' to mark it deleted")
             case .dirty:
+                // Read as dirty a moment ago; its runner may hold the lock by now (a fresh claim).
                 if isBeingApplied(status.record) { return nil }
                 // The status may be stale: the runner could have finished and exited since it was read. Once it
                 // is gone nothing else can change the record, so a fresh read now is conclusive.
@@ -935,6 +937,22 @@ public struct Migrator {
                 }
             }
         }
+    }
+
+    /// Refuses a database whose history is not where this connection looks (a `<database schema>` added or
+    /// changed, a `search_path` that no longer reaches it) but which holds another history recording steps of this
+    /// manifest: every step would read as pending and run again. A history of other steps only (another
+    /// application's, in its own schema) is left alone.
+    private func refuseHistoryElsewhere() throws {
+        let ours = Set(plan.map { key($0.kind, $0.id) })
+        let refusals = try database.otherHistories().compactMap { other -> Refusal? in
+            let shared = other.steps.intersection(ours)
+            guard !shared.isEmpty else { return nil }
+            let names = shared.sorted().prefix(3).map { String($0.split(separator: "/", maxSplits: 1).last ?? "") }
+            return Refusal(reason: .historyElsewhere, id: other.location,
+                message: "\(other.location) records \(shared.count) step\(shared.count == 1 ? "" : "s") of this manifest (\(names.joined(separator: ", "))\(shared.count > 3 ? ", …" : "")), but this database's history is looked for elsewhere and has none there: every step would run again. Name that history's schema in <database schema=\"…\">, or move the table where it is looked for")
+        }
+        if !refusals.isEmpty { throw MigrationError.refused(refusals) }
     }
 
     /// What interrupted statements outside a transaction left unusable in the database (`UnfinishedObject`).

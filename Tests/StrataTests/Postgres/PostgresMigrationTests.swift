@@ -205,6 +205,39 @@ final class PostgresMigrationTests: XCTestCase {
         XCTAssertNil(try db.history.record(kind: .migration, identity: "002_index.sql"))
     }
 
+    /// A partitioned table's index made `ON ONLY` is invalid by design until each partition's index is attached (the
+    /// manual's way to index without locking, often over two releases): not reported, and the release that attaches
+    /// them is not refused. The copy an interrupted `REINDEX CONCURRENTLY` leaves is reported with the one fix that
+    /// does not leave a duplicate.
+    func testIndexesNoInterruptedBuildLeftAreNotReportedAndAReindexCopyIsOnlyDropped() throws {
+        let (first, db, root) = try project([
+            "001_parts.sql": """
+                CREATE TABLE m (day date, v int) PARTITION BY RANGE (day);
+                CREATE TABLE m_2024 PARTITION OF m FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+                CREATE INDEX m_v ON ONLY m (v);
+                """,
+        ])
+        XCTAssertNil(try first.migrate().failure)
+        XCTAssertEqual(try db.scalar("SELECT indisvalid FROM pg_index WHERE indexrelid = 'm_v'::regclass", as: Bool.self), false)
+        XCTAssertEqual(try first.unfinishedObjects(), [])
+        try write("CREATE INDEX CONCURRENTLY m_2024_v ON m_2024 (v);\nALTER INDEX m_v ATTACH PARTITION m_2024_v;",
+                  to: root.appendingPathComponent("sql/002_attach.sql"))
+        try write(#"<manifest version="1"><migrations directory="sql"><migration file="002_attach.sql" transaction="none"/></migrations></manifest>"#,
+                  to: root.appendingPathComponent("manifest.xml"))
+        let migrator = Migrator(manifest: try Manifest.load(path: first.manifest.path), database: db)
+        let second = try migrator.migrate()
+        XCTAssertNil(second.failure, "\(String(describing: second.failure))")
+        XCTAssertEqual(second.applied.map(\.id), ["002_attach.sql"])
+        XCTAssertEqual(try db.scalar("SELECT indisvalid FROM pg_index WHERE indexrelid = 'm_v'::regclass", as: Bool.self), true)
+
+        try db.execute("CREATE TABLE t (x int)")
+        try db.execute("INSERT INTO t VALUES (1), (1)")
+        XCTAssertThrowsError(try db.execute("CREATE UNIQUE INDEX CONCURRENTLY t_x_ccnew ON t (x)"))
+        let copy = try XCTUnwrap(try migrator.unfinishedObjects().first)
+        XCTAssertEqual(copy.name, "public.t_x_ccnew")
+        XCTAssertEqual(copy.fixes, ["DROP INDEX CONCURRENTLY public.t_x_ccnew"])
+    }
+
     /// An index another session is building is invalid until it finishes; it is not reported as left behind.
     func testAnIndexBeingBuiltNowIsNotReportedAsUnfinished() throws {
         let (migrator, db, root) = try project(["001_table.sql": "CREATE TABLE t (x int); INSERT INTO t VALUES (1);"])

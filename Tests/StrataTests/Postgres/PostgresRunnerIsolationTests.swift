@@ -45,8 +45,10 @@ final class PostgresRunnerIsolationTests: XCTestCase {
     }
 
     /// `ALTER DATABASE … SET search_path` putting an application schema first keeps the history found on the path;
-    /// a path that no longer includes the history's schema is refused instead of starting an empty history.
-    func testAHistoryOutsideTheSearchPathIsRefusedNotReplaced() throws {
+    /// a path that no longer reaches it, or a `<database schema>` added to the manifest, finds no history where it
+    /// looks, and another one recording this manifest's steps: refused, not started afresh (every step would run
+    /// again). Another application's history, of other steps, is left alone.
+    func testAHistoryElsewhereRecordingTheseStepsIsRefusedNotReplaced() throws {
         let (migrator, db, root) = try project(["001_app.sql": "CREATE SCHEMA app; CREATE TABLE app.t (id int);"])
         XCTAssertEqual(try migrator.migrate().applied.count, 1)
         let database = try XCTUnwrap(try db.scalar("SELECT current_database()", as: String.self))
@@ -55,16 +57,38 @@ final class PostgresRunnerIsolationTests: XCTestCase {
         XCTAssertEqual(firstDB.historySchema, "public")
         XCTAssertEqual(try first.status().map(\.state), [.applied])
 
+        func assertRefused(_ migrator: Migrator, _ context: String) {
+            for attempt in [{ _ = try migrator.status() }, { _ = try migrator.migrate() }] as [() throws -> Void] {
+                guard case .refused(let refusals)? = assertThrows(MigrationError.self, attempt) else {
+                    return XCTFail("not refused: \(context)")
+                }
+                XCTAssertEqual(refusals.map(\.reason), [.historyElsewhere], context)
+                XCTAssertTrue(refusals.first?.message.contains("strata_history in schema public records 1 step of this manifest (001_app.sql)") ?? false,
+                              "\(context): \(refusals)")
+            }
+        }
         try db.execute("ALTER DATABASE \(quoteIdentifier(database)) SET search_path = app")
         let (second, secondDB) = try reopened(migrator, root)
-        let error = assertThrows(DatabaseError.self) { _ = try second.status() }
-        XCTAssertTrue(error?.message.contains("strata_history exists in schema public") ?? false, "\(String(describing: error))")
+        XCTAssertEqual(secondDB.historySchema, "app")
+        assertRefused(second, "search_path without public")
         XCTAssertEqual(try secondDB.scalar("SELECT to_regclass('app.strata_history') IS NULL", as: Bool.self), true)
-        XCTAssertThrowsError(try second.migrate())
-        XCTAssertEqual(try secondDB.scalar("SELECT to_regclass('app.strata_history') IS NULL", as: Bool.self), true)
+
+        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) RESET search_path")
+        let url = try PostgresServer.shared().url(for: root)
+        let moved = Migrator(manifest: migrator.manifest, database: try PostgresConnection(url: url, schema: "deploy"))
+        assertRefused(moved, "<database schema=\"deploy\"> added")
+        XCTAssertEqual(try db.scalar("SELECT to_regnamespace('deploy') IS NULL", as: Bool.self), true, "nothing created")
         // Named in the manifest, the history is used wherever the path points.
-        let named = try PostgresConnection(url: try PostgresServer.shared().url(for: root), schema: "public")
+        let named = try PostgresConnection(url: url, schema: "public")
         XCTAssertEqual(try Migrator(manifest: migrator.manifest, database: named).status().map(\.state), [.applied])
+
+        // Another application's manifest, with a history of its own in its own schema.
+        try write("CREATE TABLE other_app (id int);", to: root.appendingPathComponent("other/001_other.sql"))
+        try write(#"<manifest version="1"><migrations directory="other"/></manifest>"#, to: root.appendingPathComponent("other.xml"))
+        let other = Migrator(manifest: try Manifest.load(path: root.appendingPathComponent("other.xml").path),
+                             database: try PostgresConnection(url: url, schema: "other_app"))
+        XCTAssertEqual(try other.migrate().applied.map(\.id), ["001_other.sql"])
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM other_app.strata_history", as: Int.self), 1)
     }
 
     // MARK: Exactly once
@@ -84,6 +108,42 @@ final class PostgresRunnerIsolationTests: XCTestCase {
         XCTAssertTrue(failure.message.contains("released Strata's deployers' advisory lock"), failure.message)
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM log", as: Int.self), 0)
         XCTAssertNil(try db.history.record(kind: .migration, identity: "002_backfill.sql"))
+    }
+
+    /// A `transaction="none"` file that releases every advisory lock of its session does not release its claim,
+    /// which lives on a session of its own: while it runs, `status` says `running` (exit 0), not dirty, and `resolve`
+    /// refuses; nothing can take it for abandoned and run it again.
+    func testANoneStepThatReleasesItsSessionsLocksIsStillKnownToBeRunning() throws {
+        let project = try Project(self, backend: .postgres, files: ["sql/001_t.sql": "CREATE TABLE t (id int);"])
+        XCTAssertEqual(try project.strataOnBackend(["migrate"]).status, 0)
+        try project.file("manifest.xml", #"<manifest version="1">"# + project.backend.databaseElement(project.root)
+                         + #"<migrations directory="sql"><migration file="002_none.sql" transaction="none"/></migrations></manifest>"#)
+        try project.file("sql/002_none.sql", "SELECT pg_advisory_unlock_all();\nSELECT count(*) FROM t;\nINSERT INTO t VALUES (1);")
+        let blocker = try PostgresTestDatabase(project.root).connection
+        try blocker.execute("BEGIN")
+        try blocker.execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+        let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath, "--database", project.location],
+                                              in: project.root)
+        let watcher = try PostgresTestDatabase(project.root).connection
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try watcher.scalar("""
+            SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT count(*) FROM t%' AND wait_event_type = 'Lock'
+            """, as: Int.self) == 0 {
+            guard ContinuousClock.now < deadline, process.isRunning else { return XCTFail("the none step never waited for the lock") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        XCTAssertTrue(PostgresStepLocks(connection: watcher).isHeld(kind: .migration, id: "002_none.sql"))
+        let status = try project.strataOnBackend(["status", "--format", "json"])
+        XCTAssertEqual(status.status, 0, status.stderr)
+        XCTAssertTrue(status.stdout.contains(#""id":"002_none.sql","state":"running""#), status.stdout)
+        XCTAssertTrue(status.stderr.contains("002_none.sql is being applied now"), status.stderr)
+        let resolve = try project.strataOnBackend(["resolve", "002_none.sql", "--rolled-back"])
+        XCTAssertEqual(resolve.status, 3, resolve.stderr)
+        try blocker.execute("COMMIT")
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertEqual(try watcher.scalar("SELECT count(*) FROM t", as: Int.self), 1)
+        XCTAssertEqual(try watcher.history.record(kind: .migration, identity: "002_none.sql")?.state, .applied)
     }
 
     // MARK: Reading strings as the server does
@@ -109,6 +169,28 @@ final class PostgresRunnerIsolationTests: XCTestCase {
         XCTAssertTrue(failure.message.contains("standard_conforming_strings off"), failure.message)
         XCTAssertFalse(try db.tableExists("paths"))
         XCTAssertEqual(try db.scalar("SHOW standard_conforming_strings", as: String.self), "on")
+    }
+
+    /// A file setting `client_encoding` (as `pg_dump` of a LATIN1 database writes) would make the server read the
+    /// rest, and the history row, in another encoding: refused up front when written as `SET`, stopped at the
+    /// statement when done through `set_config`.
+    func testAFileChangingTheClientEncodingIsRefusedOrStopped() throws {
+        let (migrator, db, _) = try project(["001_café.sql": "SET client_encoding = 'LATIN1';\nCREATE TABLE t (name text);"])
+        guard case .refused(let refusals)? = assertThrows(MigrationError.self, { try migrator.migrate() }) else {
+            return XCTFail("not refused")
+        }
+        XCTAssertTrue(refusals.first?.message.contains("client_encoding to 'LATIN1'") ?? false, "\(refusals)")
+        try write("SELECT set_config('client_encoding', 'LATIN1', false);\nCREATE TABLE t (name text);",
+                  to: migrator.manifest.directoryURL.appendingPathComponent("sql/001_café.sql"))
+        let failure = try XCTUnwrap(try migrator.migrate().failure)
+        XCTAssertEqual(failure.line, 1)
+        XCTAssertTrue(failure.message.contains("set client_encoding to LATIN1"), failure.message)
+        XCTAssertFalse(try db.tableExists("t"))
+        XCTAssertEqual(try db.scalar("SHOW client_encoding", as: String.self), "UTF8")
+        try write("SET client_encoding = 'UTF8';\nSET NAMES 'utf-8';\nCREATE TABLE t (name text);",
+                  to: migrator.manifest.directoryURL.appendingPathComponent("sql/001_café.sql"))
+        XCTAssertNil(try migrator.migrate().failure)
+        XCTAssertEqual(try db.history.all().map(\.identity), ["001_café.sql"])
     }
 
     /// psql's rule counts a column named `begin` in a `BEGIN ATOMIC` body as a block, so the splitter reads the rest

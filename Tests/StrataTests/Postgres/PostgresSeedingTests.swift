@@ -96,6 +96,21 @@ final class PostgresSeedingTests: XCTestCase {
         let blob = try failure(schema: schema, seed: #"<seed file="csv/t.csv" table="t"><column name="raw" type="blob"/></seed>"#,
                                csv: "id,raw\n1,\\x00\n")
         XCTAssertTrue(blob?.message.contains("type=\"blob\" needs a bytea column") ?? false, "\(String(describing: blob))")
+
+        // A numeric column keeps values exact: through a double they would round, as text the server would round
+        // them to the scale; neither happens without a word.
+        let exact = "CREATE TABLE t (id integer PRIMARY KEY, amount numeric(20, 2));"
+        let real = try failure(schema: exact, seed: #"<seed file="csv/t.csv" table="t"><column name="amount" type="real"/></seed>"#,
+                               csv: "id,amount\n1,12345678901234567.25\n")
+        XCTAssertTrue(real?.message.contains("would pass each value through a binary double") ?? false, "\(String(describing: real))")
+        let text = try failure(schema: exact, seed: #"<seed file="csv/t.csv" table="t"><column name="amount" type="text"/></seed>"#,
+                               csv: "id,amount\n1,1.25\n2,1.239\n")
+        XCTAssertEqual(text?.line, 3, "\(String(describing: text))")
+        XCTAssertTrue(text?.message.contains("1.239") ?? false, "\(String(describing: text))")
+        let (kept, keptDB, _) = try project(schema: exact, seeds: #"<seed file="csv/t.csv" table="t"><column name="amount" type="text"/></seed>"#,
+                                            files: ["csv/t.csv": "id,amount\n1,12345678901234567.25\n"])
+        XCTAssertNil(try kept.migrate().failure)
+        XCTAssertEqual(try texts(keptDB, "SELECT amount::text FROM t"), [["12345678901234567.25"]])
     }
 
     func testNullVersusEmptyStringAndTheNullToken() throws {
