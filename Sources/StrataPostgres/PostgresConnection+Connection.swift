@@ -120,6 +120,7 @@ extension PostgresConnection: DatabaseConnection {
         return try rows("""
             SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
                    pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_sql,
+                   (a.attidentity <> '' OR COALESCE(pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)) AS generated,
                    COALESCE((SELECT k.position FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, position)
                              WHERE k.attnum = a.attnum), 0)::int8 AS key_position
             FROM pg_catalog.pg_attribute a
@@ -132,7 +133,7 @@ extension PostgresConnection: DatabaseConnection {
                 return ColumnInfo(name: try row.get("attname"), declaredType: type,
                                   affinity: dialect.affinity(ofDeclaredType: type),
                                   isNotNull: try row.get("attnotnull"), defaultSQL: try row.get("default_sql"),
-                                  primaryKeyPosition: try row.get("key_position"))
+                                  primaryKeyPosition: try row.get("key_position"), isGenerated: try row.get("generated"))
             }
     }
 

@@ -14,6 +14,22 @@ public struct PostgresDialect: SQLDialect {
     /// The protocol's limit: a Bind message counts parameters in 16 bits.
     public var maximumParameters: Int { 65_535 }
 
+    /// Generated keys come back with `RETURNING`; `save` is one `INSERT … ON CONFLICT (key) DO UPDATE`.
+    public var modelWrites: ModelWrites { ModelWrites(generatedKeys: .returning, save: .onConflictUpdate) }
+
+    /// `numeric` is exact: a `Decimal` reads and writes it digit for digit (as text, never through a `Double`).
+    public var numericIsExact: Bool { true }
+
+    /// A Swift array (JSON text) into an array column goes as PostgreSQL's array text (`PostgresArrays`).
+    public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue {
+        guard declaredType.hasSuffix("[]"), case .text(let json) = value, json.first == "[" else { return value }
+        do {
+            return .text(try PostgresArrays.arrayText(fromJSON: json))
+        } catch {
+            throw DatabaseError(kind: .conversion, code: nil, message: "a \(declaredType) column cannot hold \(error)")
+        }
+    }
+
     /// Integers (and `boolean`, read as 0 and 1) are integer, floating types real, `numeric` numeric (exact),
     /// `bytea` blob, and everything else (text, dates and times, uuid, json, enums) text for the server to parse.
     public func affinity(ofDeclaredType declaredType: String) -> Affinity {

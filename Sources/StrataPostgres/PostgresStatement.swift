@@ -14,7 +14,8 @@ public final class PostgresStatement {
     private var failedBind: DatabaseError?
     private var result: PostgresResult?
     private var row: Int32 = -1
-    /// Decoded `bytea` of the last blob column read, valid until the next read or step (`ColumnValue` borrows).
+    /// Decoded `bytea`, or an array as JSON, of the last such column read, valid until the next read or step
+    /// (`ColumnValue` borrows).
     private var blobScratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 0)
     private var cachedLayout: RowLayout?
 
@@ -147,8 +148,16 @@ public final class PostgresStatement {
             }
             _ = blobScratch.initialize(from: decoded)
             return .blob(UnsafeBufferPointer(rebasing: blobScratch[..<decoded.count]))
-        default:
-            return .text(bytes)
+        case let type:
+            // An array reads as JSON, the form a Swift array takes in a row on every backend.
+            guard let elements = PostgresArrays.elements(ofArrayType: type),
+                  let json = PostgresArrays.json(fromArrayText: bytes, elements: elements) else { return .text(bytes) }
+            if blobScratch.count < json.count {
+                blobScratch.deallocate()
+                blobScratch = .allocate(capacity: json.count)
+            }
+            _ = blobScratch.initialize(from: json)
+            return .text(UnsafeBufferPointer(rebasing: blobScratch[..<json.count]))
         }
     }
 

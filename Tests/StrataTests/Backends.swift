@@ -66,7 +66,7 @@ struct TestBackend: Sendable, CustomStringConvertible {
 extension TestBackend {
     /// What a test may need that not every backend has in this build.
     enum Capability {
-        /// `ModelStore` and `check` (PostgreSQL: issue 14).
+        /// `ModelStore` and `check`.
         case models
         /// CSV seeds.
         case seeds
@@ -83,7 +83,7 @@ extension TestBackend {
 
     func has(_ capability: Capability) -> Bool {
         switch (kind, capability) {
-        case (.sqlite, _), (.postgres, .seeds): true
+        case (.sqlite, _), (.postgres, .seeds), (.postgres, .models): true
         case (.postgres, _): false
         }
     }

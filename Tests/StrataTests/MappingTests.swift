@@ -553,8 +553,7 @@ fileprivate extension TestBackend {
     /// The mapper's message for an unsigned value above the largest integer the database stores.
     var unsignedTooLarge: String {
         switch kind {
-        case .sqlite: "does not fit SQLite's 64-bit signed integer"
-        case .postgres: "does not fit PostgreSQL's bigint"
+        case .sqlite, .postgres: "does not fit a 64-bit signed integer"
         }
     }
 }

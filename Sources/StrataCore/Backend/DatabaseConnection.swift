@@ -73,15 +73,19 @@ public struct ColumnInfo: Sendable, Equatable {
     public let defaultSQL: String?
     /// 1-based position in the primary key, 0 when not part of it.
     public let primaryKeyPosition: Int
+    /// The database fills the column when an insert leaves it out: an identity column, or one whose default draws
+    /// from a sequence (PostgreSQL's `serial`). SQLite's `INTEGER PRIMARY KEY` is filled when given NULL instead.
+    public let isGenerated: Bool
 
     public init(name: String, declaredType: String, affinity: Affinity, isNotNull: Bool, defaultSQL: String?,
-                primaryKeyPosition: Int) {
+                primaryKeyPosition: Int, isGenerated: Bool = false) {
         self.name = name
         self.declaredType = declaredType
         self.affinity = affinity
         self.isNotNull = isNotNull
         self.defaultSQL = defaultSQL
         self.primaryKeyPosition = primaryKeyPosition
+        self.isGenerated = isGenerated
     }
 }
 

@@ -22,11 +22,57 @@ public protocol SQLDialect: Sendable {
     /// can. Asked when a plan is made, so such a seed is refused before anything runs, never half-way through a
     /// run; and by `validate`, without a database.
     func seedRefusal(_ seed: SeedStep) -> String?
+    /// How `ModelStore` writes rows on this database.
+    var modelWrites: ModelWrites { get }
+    /// Whether a column of numeric affinity keeps decimal values exactly (PostgreSQL's `numeric`), so a `Decimal`
+    /// may live there; SQLite's NUMERIC affinity turns decimal text into an approximate REAL.
+    var numericIsExact: Bool { get }
+    /// A value as the mapper encodes it, as the parameter for a column declared `declaredType`, where the database
+    /// takes it in another form (PostgreSQL: a Swift array, JSON text, into an array column). Throws a
+    /// `.conversion` error saying why it cannot.
+    func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue
 }
 
 extension SQLDialect {
     /// Every seed the manifest can describe loads as it says.
     public func seedRefusal(_ seed: SeedStep) -> String? { nil }
+
+    public var numericIsExact: Bool { false }
+
+    /// Every value goes as the mapper encodes it.
+    public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue { value }
+
+    /// SQLite's: a key left NULL is generated and read back as the last rowid; `save` updates, then inserts.
+    public var modelWrites: ModelWrites { ModelWrites(generatedKeys: .lastRowID, save: .updateThenInsert) }
+}
+
+/// How `ModelStore` writes rows on one database, where databases differ.
+public struct ModelWrites: Sendable, Equatable {
+    /// How an insert gets the key the database generates.
+    public enum GeneratedKeys: Sendable, Equatable {
+        /// NULL into the key generates one, read back as the connection's last rowid (SQLite).
+        case lastRowID
+        /// A key column left NULL that the database generates (`ColumnInfo.isGenerated`) is left out of the insert,
+        /// and the key is read back with `RETURNING` (PostgreSQL, where NULL into an identity column is an error).
+        case returning
+    }
+
+    /// How `save` writes a value whose key is set.
+    public enum Save: Sendable, Equatable {
+        /// An UPDATE by key, then an INSERT when no row had it (SQLite checks NOT NULL columns before it would look
+        /// for the conflict of an upsert).
+        case updateThenInsert
+        /// One `INSERT … ON CONFLICT (key) DO UPDATE`.
+        case onConflictUpdate
+    }
+
+    public let generatedKeys: GeneratedKeys
+    public let save: Save
+
+    public init(generatedKeys: GeneratedKeys, save: Save) {
+        self.generatedKeys = generatedKeys
+        self.save = save
+    }
 }
 
 /// One problem `SQLDialect.lint` found in a migration's text.

@@ -93,7 +93,7 @@ struct BindingContainer<Key: CodingKey>: NullWritingContainer {
     mutating func encode(_ value: UInt32, forKey key: Key) throws { statement.bind(int64: Int64(value), at: try encoding.parameter(key.stringValue)) }
     mutating func encode(_ value: UInt, forKey key: Key) throws { try encode(UInt64(value), forKey: key) }
     mutating func encode(_ value: UInt64, forKey key: Key) throws {
-        let exact = try sqliteInteger(value, typeName: encoding.typeName, property: key.stringValue)
+        let exact = try signed64(value, typeName: encoding.typeName, property: key.stringValue)
         statement.bind(int64: exact, at: try encoding.parameter(key.stringValue))
     }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {

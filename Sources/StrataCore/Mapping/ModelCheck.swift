@@ -52,7 +52,8 @@ extension ModelStore {
                     message: "table '\(layout.table)' has no such column (it has: \(layout.columns.map(\.name).joined(separator: ", ")))"))
                 continue
             }
-            let accepted = Self.affinities(for: field.type)
+            var accepted = Self.affinities(for: field.type)
+            if field.type is Decimal.Type, database.dialect.numericIsExact { accepted.insert(.numeric) }
             let untyped = column.declaredType.isEmpty
             if !untyped && !accepted.contains(column.affinity) {
                 mismatches.append(ModelMismatch(kind: .typeMismatch, typeName: name, property: field.key, column: column.name,
@@ -148,8 +149,30 @@ struct ProbeDecoder: Decoder {
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         KeyedDecodingContainer(ProbeContainer<Key>(probe: probe))
     }
-    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw ProbeStop(key: "") }
+    /// Empty: a nested array (or set) decodes as one with no elements, so a nested value holding one has a
+    /// placeholder too.
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { EmptyProbeArray() }
     func singleValueContainer() throws -> any SingleValueDecodingContainer { throw ProbeStop(key: "") }
+}
+
+/// An array with no elements, for `ProbeDecoder`.
+struct EmptyProbeArray: UnkeyedDecodingContainer {
+    var codingPath: [any CodingKey] { [] }
+    var count: Int? { 0 }
+    var isAtEnd: Bool { true }
+    var currentIndex: Int { 0 }
+
+    private func empty() -> DecodingError {
+        DecodingError.valueNotFound(Any.self, DecodingError.Context(codingPath: [], debugDescription: "no elements"))
+    }
+
+    mutating func decodeNil() throws -> Bool { throw empty() }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { throw empty() }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        throw empty()
+    }
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { throw empty() }
+    mutating func superDecoder() throws -> any Decoder { throw empty() }
 }
 
 struct ProbeContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {

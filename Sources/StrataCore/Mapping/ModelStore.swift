@@ -165,7 +165,9 @@ public final class ModelStore {
 
     // MARK: Writing
 
-    /// Inserts a value; returns the new row's rowid (the key, for an integer primary key left nil).
+    /// Inserts a value; returns the new row's rowid on SQLite (the key, for an integer primary key left nil), and
+    /// on PostgreSQL the row's integer key (generated when left nil: an identity or `serial` column), 0 for a table
+    /// without a one-column integer key.
     @discardableResult
     public func insert<T: Encodable>(_ value: T) throws -> Int64 {
         try insert(row: try encode(value), layout: try layout(of: T.self))
@@ -240,6 +242,10 @@ public final class ModelStore {
     /// statement: all are inserted, or none.
     public func insert<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
         let layout = try layout(of: S.Element.self)
+        if Self.writesRowByRow(layout, database.dialect) {
+            let encoding = RowEncoding(typeName: layout.typeName)
+            return try batch(layout, values, encode: { try encoding.encode($0) }) { _ = try insert(row: $0, layout: layout) }
+        }
         try database.withSavepoint {
             var binding: BindingEncoding?
             var position = 0
@@ -269,6 +275,11 @@ public final class ModelStore {
     /// Inserts many values that are not `Encodable`, via `Mirror`, in one transaction.
     public func insert<S: Sequence>(contentsOf values: S) throws {
         let layout = try layout(of: S.Element.self)
+        if Self.writesRowByRow(layout, database.dialect) {
+            return try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) {
+                _ = try insert(row: $0, layout: layout)
+            }
+        }
         var statement: (any PreparedStatement)?
         try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) { row in
             let insert = try statement ?? database.compile(try insertSQL(layout, row))
@@ -303,16 +314,74 @@ public final class ModelStore {
     }
 
     private func insert(row: EncodedRow, layout: ModelLayout) throws -> Int64 {
-        try database.execute(try insertSQL(layout, row), .positional(row.values))
-        return database.lastInsertRowID
+        switch database.dialect.modelWrites.generatedKeys {
+        case .lastRowID:
+            try database.execute(try insertSQL(layout, row), .positional(row.values))
+            return database.lastInsertRowID
+        case .returning:
+            return try insertReturningKey(row: row, layout: layout, conflict: "")
+        }
     }
 
-    /// Updates the row with the value's key when the key is set and the row exists; inserts otherwise. (An upsert
-    /// would not do: SQLite checks NOT NULL columns the type may not have before it looks for the conflict.)
+    /// Whether a batch writes one statement per value: where the columns an insert names depend on each value's
+    /// key (`ModelWrites.GeneratedKeys.returning`) and values go through `SQLDialect.parameter`.
+    private static func writesRowByRow(_ layout: ModelLayout, _ dialect: any SQLDialect) -> Bool {
+        dialect.modelWrites.generatedKeys == .returning
+    }
+
+    /// The row's values as parameters for their columns (`SQLDialect.parameter`); an error names the property.
+    private func parameters(_ layout: ModelLayout, _ row: EncodedRow) throws -> [DatabaseValue] {
+        let dialect = database.dialect
+        return try zip(row.properties, row.values).map { property, value in
+            guard let declared = layout.columns.named(layout.column(for: property))?.declaredType else { return value }
+            do {
+                return try dialect.parameter(value, forColumnOfType: declared)
+            } catch let error as DatabaseError {
+                throw MappingError(typeName: layout.typeName, property: property, value: "\(value)", message: error.message)
+            }
+        }
+    }
+
+    /// An insert naming the row's columns except key columns left NULL that the database generates, reading back
+    /// a one-column integer key (`ModelWrites.GeneratedKeys.returning`); `conflict` follows the VALUES.
+    private func insertReturningKey(row: EncodedRow, layout: ModelLayout, conflict: String) throws -> Int64 {
+        var columns: [String] = [], values: [DatabaseValue] = []
+        for (column, value) in zip(self.columns(layout, row), try parameters(layout, row)) {
+            if value == .null, layout.isPrimaryKey(column), layout.columns.named(column)?.isGenerated == true { continue }
+            columns.append(column)
+            values.append(value)
+        }
+        let table = quoteIdentifier(layout.table)
+        var sql = columns.isEmpty ? "INSERT INTO \(table) DEFAULT VALUES"
+            : "INSERT INTO \(table) (\(columns.map(quoteIdentifier).joined(separator: ", "))) VALUES ("
+                + columns.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
+        sql += conflict
+        guard layout.primaryKey.count == 1, let key = layout.columns.named(layout.primaryKey[0]), key.affinity == .integer else {
+            try database.execute(sql, .positional(values))
+            return 0
+        }
+        return try database.scalar(sql + " RETURNING \(quoteIdentifier(key.name))", .positional(values), as: Int64.self) ?? 0
+    }
+
+    /// Updates the row with the value's key when the key is set and the row exists; inserts otherwise: as one
+    /// `INSERT … ON CONFLICT (key) DO UPDATE` where the dialect says so and the value has every column the table
+    /// needs for a new row, else as an UPDATE then an INSERT (an upsert would not do: the database checks NOT NULL
+    /// columns the type may not have before it looks for the conflict, so saving a value read back would fail).
     private func save(row: EncodedRow, layout: ModelLayout) throws {
         let columns = columns(layout, row)
         try requireKey(layout, columns)
         let keyIsSet = zip(columns, row.values).allSatisfy { !layout.isPrimaryKey($0.0) || $0.1 != .null }
+        let named = Set(columns.map(\.sqliteFolded))
+        let coversNewRow = layout.columns.allSatisfy {
+            !$0.isNotNull || $0.defaultSQL != nil || $0.isGenerated || named.contains($0.name.sqliteFolded)
+        }
+        if keyIsSet, coversNewRow, database.dialect.modelWrites.save == .onConflictUpdate {
+            let keys = columns.filter(layout.isPrimaryKey).map(quoteIdentifier).joined(separator: ", ")
+            let sets = columns.filter { !layout.isPrimaryKey($0) }.map { "\(quoteIdentifier($0)) = EXCLUDED.\(quoteIdentifier($0))" }
+            _ = try insertReturningKey(row: row, layout: layout, conflict: " ON CONFLICT (\(keys)) "
+                                       + (sets.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + sets.joined(separator: ", ")))
+            return
+        }
         if keyIsSet, try updateRow(row: row, layout: layout) { return }
         _ = try insert(row: row, layout: layout)
     }
@@ -332,7 +401,7 @@ public final class ModelStore {
         try requireKey(layout, columns)
         var sets: [String] = [], setValues: [DatabaseValue] = []
         var keys: [String] = [], keyValues: [DatabaseValue] = []
-        for (column, value) in zip(columns, row.values) {
+        for (column, value) in zip(columns, try parameters(layout, row)) {
             if layout.isPrimaryKey(column) {
                 keys.append(quoteIdentifier(column))
                 keyValues.append(value)

@@ -97,7 +97,7 @@ struct RowEncodingContainer<Key: CodingKey>: NullWritingContainer {
     }
 
     private func encodeUnsigned(_ value: UInt64, _ key: Key) throws {
-        encoding.append(key.stringValue, .integer(try sqliteInteger(value, typeName: encoding.typeName, property: key.stringValue)))
+        encoding.append(key.stringValue, .integer(try signed64(value, typeName: encoding.typeName, property: key.stringValue)))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
@@ -113,11 +113,12 @@ struct RowEncodingContainer<Key: CodingKey>: NullWritingContainer {
     mutating func superEncoder(forKey key: Key) -> any Encoder { RowEncoder(encoding: encoding) }
 }
 
-/// An unsigned property as SQLite's signed 64-bit integer, or an error naming it when it does not fit.
-func sqliteInteger(_ value: UInt64, typeName: String, property: String) throws -> Int64 {
+/// An unsigned property as a signed 64-bit integer (SQLite's INTEGER, PostgreSQL's bigint: the widest either
+/// stores), or an error naming it when it does not fit.
+func signed64(_ value: UInt64, typeName: String, property: String) throws -> Int64 {
     guard let exact = Int64(exactly: value) else {
         throw MappingError(typeName: typeName, property: property, value: String(value),
-                           message: "does not fit SQLite's 64-bit signed integer")
+                           message: "does not fit a 64-bit signed integer, the widest integer SQLite and PostgreSQL store")
     }
     return exact
 }
@@ -179,11 +180,11 @@ final class SingleValueCapture: Encoder, SingleValueEncodingContainer {
     func encode(_ value: Int32) throws { self.value = .integer(Int64(value)) }
     func encode(_ value: Int64) throws { self.value = .integer(value) }
     // An enum's or wrapper's unsigned raw value beyond Int64.max is refused, never stored as an approximate REAL.
-    func encode(_ value: UInt) throws { self.value = .integer(try sqliteInteger(UInt64(value), typeName: encoding.typeName, property: key)) }
+    func encode(_ value: UInt) throws { self.value = .integer(try signed64(UInt64(value), typeName: encoding.typeName, property: key)) }
     func encode(_ value: UInt8) throws { self.value = .integer(Int64(value)) }
     func encode(_ value: UInt16) throws { self.value = .integer(Int64(value)) }
     func encode(_ value: UInt32) throws { self.value = .integer(Int64(value)) }
-    func encode(_ value: UInt64) throws { self.value = .integer(try sqliteInteger(value, typeName: encoding.typeName, property: key)) }
+    func encode(_ value: UInt64) throws { self.value = .integer(try signed64(value, typeName: encoding.typeName, property: key)) }
     func encode<T: Encodable>(_ value: T) throws { self.value = try encoding.databaseValue(value, key: "") }
 }
 
