@@ -274,6 +274,7 @@ struct PostgresSessionReset: SessionSnapshot {
     func restore() throws {
         if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
         try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; DEALLOCATE ALL")
+        connection.preparedNames.removeAll()
         try connection.executeSimple(connection.sessionSettings)
     }
 }

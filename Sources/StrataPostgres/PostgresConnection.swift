@@ -30,6 +30,10 @@ public final class PostgresConnection {
     let lockWatch = PostgresLockWatch()
     /// The session holding `transaction="none"` steps' claims (`PostgresStepLocks`), opened on first use.
     var claimSession: PostgresConnection?
+    /// Server-side prepared statements by SQL text (`runPrepared`), forgotten when the session is reset.
+    var preparedNames: [String: String] = [:]
+    /// Numbers the prepared statements' names.
+    private var preparedCount = 0
 
     /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
     /// again after each migration. `standard_conforming_strings` is how the splitter reads `'…'` (backslashes are
@@ -102,6 +106,33 @@ public final class PostgresConnection {
     func run(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
         let result = parameters.withPointers { count, types, values, lengths, formats in
             PostgresResult(PQexecParams(handle, sql, count, types, values, lengths, formats, 0))
+        }
+        try check(result, sql: sql)
+        changes = result.changes
+        return result
+    }
+
+    /// Runs a statement that runs again and again (a statement object run a second time: a batch's insert) as a
+    /// server-side prepared statement, parsed and planned once per session for its SQL text, not per row.
+    func runPrepared(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
+        let name: String
+        if let known = preparedNames[sql] {
+            name = known
+        } else {
+            preparedCount += 1
+            name = "strata_\(preparedCount)"
+            let prepared = parameters.withPointers { count, types, _, _, _ in
+                PostgresResult(PQprepare(handle, name, sql, count, types))
+            }
+            try check(prepared, sql: sql)
+            preparedNames[sql] = name
+        }
+        let result = parameters.withPointers { count, _, values, lengths, formats in
+            PostgresResult(PQexecPrepared(handle, name, count, values, lengths, formats, 0))
+        }
+        if let state = PQresultErrorField(result.handle, Int32(UInt8(ascii: "C"))), String(cString: state) == "26000" {
+            // Deallocated behind Strata's back (a `DEALLOCATE` it did not run): prepared again next time.
+            preparedNames[sql] = nil
         }
         try check(result, sql: sql)
         changes = result.changes

@@ -2,8 +2,8 @@ import CLibPQ
 import Foundation
 import StrataCore
 
-/// One statement on a PostgreSQL connection, run with `PQexecParams` each time (so the server re-plans it with
-/// the values bound, as psql would). Rows are read from the whole result, in libpq's text format, and classified
+/// One statement on a PostgreSQL connection, run with `PQexecParams` the first time (so the server plans it with
+/// the values bound, as psql would) and as a server-side prepared statement when the same object runs again. Rows are read from the whole result, in libpq's text format, and classified
 /// by the column's type: integers, floats and booleans as numbers, `bytea` as bytes, everything else (numeric,
 /// dates, uuid, json) as the server's text.
 public final class PostgresStatement {
@@ -18,6 +18,8 @@ public final class PostgresStatement {
     /// (`ColumnValue` borrows).
     private var blobScratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 0)
     private var cachedLayout: RowLayout?
+    /// How many times the statement has run: from the second, it runs as a server-side prepared statement.
+    private var executions = 0
 
     init(connection: PostgresConnection, sql: String) {
         self.connection = connection
@@ -107,13 +109,18 @@ public final class PostgresStatement {
     public func run() throws {
         try takeBindFailure()
         reset()
-        _ = try connection.run(sql, parameters)
+        _ = try execute()
+    }
+
+    private func execute() throws -> PostgresResult {
+        executions += 1
+        return executions > 1 ? try connection.runPrepared(sql, parameters) : try connection.run(sql, parameters)
     }
 
     public func step() throws -> Bool {
         if result == nil {
             try takeBindFailure()
-            result = try connection.run(sql, parameters)
+            result = try execute()
             cachedLayout = nil
             row = -1
         }

@@ -5,6 +5,7 @@ import Strata
 //   swift run -c release strata-bench seed [--rows N] [--quick]
 //   swift run -c release strata-bench seed --postgres [--rows N] [--rounds N] [--insert-rounds N]
 //   swift run -c release strata-bench decode [--rows N] [--repeat N]
+//   swift run -c release strata-bench decode --postgres [--rows N] [--insert-rows N] [--repeat N]
 //   swift run -c release strata-bench stream [--csv-mb 1024] [--sql-mb 100]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -31,10 +32,12 @@ do {
     case "decode-only":
         // Internal: decoding alone, for profiling.
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).profileDecode()
+    case "decode" where arguments.contains("--postgres"):
+        try PostgresDecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "decode":
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
     default:
-        print("usage: strata-bench seed [--rows N] [--quick] | seed --postgres [--rows N] [--rounds N] | decode [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N]")
+        print("usage: strata-bench seed [--rows N] [--quick] | seed --postgres [--rows N] [--rounds N] | decode [--postgres] [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N]")
         exit(2)
     }
 } catch {

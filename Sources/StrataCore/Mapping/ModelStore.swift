@@ -244,7 +244,10 @@ public final class ModelStore {
         let layout = try layout(of: S.Element.self)
         if Self.writesRowByRow(layout, database.dialect) {
             let encoding = RowEncoding(typeName: layout.typeName)
-            return try batch(layout, values, encode: { try encoding.encode($0) }) { _ = try insert(row: $0, layout: layout) }
+            let statements = StatementCache()
+            return try batch(layout, values, encode: { try encoding.encode($0) }) {
+                _ = try insert(row: $0, layout: layout, statements: statements)
+            }
         }
         try database.withSavepoint {
             var binding: BindingEncoding?
@@ -269,15 +272,17 @@ public final class ModelStore {
     public func save<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
         let layout = try layout(of: S.Element.self)
         let encoding = RowEncoding(typeName: layout.typeName)
-        try batch(layout, values, encode: { try encoding.encode($0) }) { try save(row: $0, layout: layout) }
+        let statements = StatementCache()
+        try batch(layout, values, encode: { try encoding.encode($0) }) { try save(row: $0, layout: layout, statements: statements) }
     }
 
     /// Inserts many values that are not `Encodable`, via `Mirror`, in one transaction.
     public func insert<S: Sequence>(contentsOf values: S) throws {
         let layout = try layout(of: S.Element.self)
         if Self.writesRowByRow(layout, database.dialect) {
+            let statements = StatementCache()
             return try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) {
-                _ = try insert(row: $0, layout: layout)
+                _ = try insert(row: $0, layout: layout, statements: statements)
             }
         }
         var statement: (any PreparedStatement)?
@@ -313,13 +318,13 @@ public final class ModelStore {
             + "VALUES (\(columns.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ")))"
     }
 
-    private func insert(row: EncodedRow, layout: ModelLayout) throws -> Int64 {
+    private func insert(row: EncodedRow, layout: ModelLayout, statements: StatementCache? = nil) throws -> Int64 {
         switch database.dialect.modelWrites.generatedKeys {
         case .lastRowID:
             try database.execute(try insertSQL(layout, row), .positional(row.values))
             return database.lastInsertRowID
         case .returning:
-            return try insertReturningKey(row: row, layout: layout, conflict: "")
+            return try insertReturningKey(row: row, layout: layout, conflict: "", statements: statements)
         }
     }
 
@@ -344,7 +349,8 @@ public final class ModelStore {
 
     /// An insert naming the row's columns except key columns left NULL that the database generates, reading back
     /// a one-column integer key (`ModelWrites.GeneratedKeys.returning`); `conflict` follows the VALUES.
-    private func insertReturningKey(row: EncodedRow, layout: ModelLayout, conflict: String) throws -> Int64 {
+    private func insertReturningKey(row: EncodedRow, layout: ModelLayout, conflict: String,
+                                    statements: StatementCache?) throws -> Int64 {
         var columns: [String] = [], values: [DatabaseValue] = []
         for (column, value) in zip(self.columns(layout, row), try parameters(layout, row)) {
             if value == .null, layout.isPrimaryKey(column), layout.columns.named(column)?.isGenerated == true { continue }
@@ -356,18 +362,33 @@ public final class ModelStore {
             : "INSERT INTO \(table) (\(columns.map(quoteIdentifier).joined(separator: ", "))) VALUES ("
                 + columns.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
         sql += conflict
-        guard layout.primaryKey.count == 1, let key = layout.columns.named(layout.primaryKey[0]), key.affinity == .integer else {
-            try database.execute(sql, .positional(values))
+        let key = layout.primaryKey.count == 1 ? layout.columns.named(layout.primaryKey[0]) : nil
+        let returnsKey = key?.affinity == .integer
+        if let key, returnsKey { sql += " RETURNING \(quoteIdentifier(key.name))" }
+        guard let statements else {
+            guard returnsKey else {
+                try database.execute(sql, .positional(values))
+                return 0
+            }
+            return try database.scalar(sql, .positional(values), as: Int64.self) ?? 0
+        }
+        // In a batch, the statement for these columns is compiled once and run for every value that names them.
+        let statement = try statements.statement(sql) { try database.compile(sql) }
+        try statement.bind(.positional(values))
+        guard returnsKey else {
+            try statement.run()
             return 0
         }
-        return try database.scalar(sql + " RETURNING \(quoteIdentifier(key.name))", .positional(values), as: Int64.self) ?? 0
+        defer { statement.reset() }
+        guard try statement.step(), case .integer(let generated) = statement.value(at: 0) else { return 0 }
+        return generated
     }
 
     /// Updates the row with the value's key when the key is set and the row exists; inserts otherwise: as one
     /// `INSERT … ON CONFLICT (key) DO UPDATE` where the dialect says so and the value has every column the table
     /// needs for a new row, else as an UPDATE then an INSERT (an upsert would not do: the database checks NOT NULL
     /// columns the type may not have before it looks for the conflict, so saving a value read back would fail).
-    private func save(row: EncodedRow, layout: ModelLayout) throws {
+    private func save(row: EncodedRow, layout: ModelLayout, statements: StatementCache? = nil) throws {
         let columns = columns(layout, row)
         try requireKey(layout, columns)
         let keyIsSet = zip(columns, row.values).allSatisfy { !layout.isPrimaryKey($0.0) || $0.1 != .null }
@@ -378,12 +399,12 @@ public final class ModelStore {
         if keyIsSet, coversNewRow, database.dialect.modelWrites.save == .onConflictUpdate {
             let keys = columns.filter(layout.isPrimaryKey).map(quoteIdentifier).joined(separator: ", ")
             let sets = columns.filter { !layout.isPrimaryKey($0) }.map { "\(quoteIdentifier($0)) = EXCLUDED.\(quoteIdentifier($0))" }
-            _ = try insertReturningKey(row: row, layout: layout, conflict: " ON CONFLICT (\(keys)) "
-                                       + (sets.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + sets.joined(separator: ", ")))
+            let conflict = " ON CONFLICT (\(keys)) " + (sets.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + sets.joined(separator: ", "))
+            _ = try insertReturningKey(row: row, layout: layout, conflict: conflict, statements: statements)
             return
         }
         if keyIsSet, try updateRow(row: row, layout: layout) { return }
-        _ = try insert(row: row, layout: layout)
+        _ = try insert(row: row, layout: layout, statements: statements)
     }
 
     private func update(row: EncodedRow, layout: ModelLayout) throws {
@@ -507,5 +528,17 @@ public final class ModelStore {
             throw MappingError(typeName: error.typeName, property: error.property, column: error.column,
                                row: position, value: error.value, message: error.message)
         }
+    }
+}
+
+/// The statements a batch compiled, by SQL text, so each runs prepared for every value that needs it.
+final class StatementCache {
+    private var statements: [String: any PreparedStatement] = [:]
+
+    func statement(_ sql: String, compile: () throws -> any PreparedStatement) throws -> any PreparedStatement {
+        if let known = statements[sql] { return known }
+        let compiled = try compile()
+        statements[sql] = compiled
+        return compiled
     }
 }
