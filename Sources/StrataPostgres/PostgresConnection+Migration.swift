@@ -246,7 +246,7 @@ extension PostgresConnection: MigrationDatabase {
             """, [historySchema]).map { try $0.get(0, as: String.self) }
         // Names as the server quotes them: `public`, `"Deploy"`.
         return try schemas.map { schema in
-            let steps = try rows("SELECT kind || '/' || identity FROM \(schema).strata_history WHERE state <> 'deleted'")
+            let steps = try rows("SELECT kind || '/' || identity FROM \(schema).strata_history WHERE state <> 'deleted'", .none)
                 .map { try $0.get(0, as: String.self) }
             return (location: "strata_history in schema \(schema)", steps: Set(steps))
         }

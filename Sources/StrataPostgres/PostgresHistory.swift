@@ -37,8 +37,8 @@ struct PostgresHistory: HistoryStorage {
     func create() throws {
         guard try !exists() else { return }
         let body = {
-            try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresLocks.namespace), \(PostgresLocks.historyCreation))")
-            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier(connection.historySchema))")
+            try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresLocks.namespace), \(PostgresLocks.historyCreation))", .none)
+            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier(connection.historySchema))", .none)
             try connection.execute("""
                 CREATE TABLE IF NOT EXISTS \(qualified) (
                     kind             text        NOT NULL CHECK (kind IN ('migration', 'seed')),
@@ -55,7 +55,7 @@ struct PostgresHistory: HistoryStorage {
                     error            text,
                     PRIMARY KEY (kind, identity)
                 )
-                """)
+                """, .none)
             try connection.execute("""
                 CREATE OR REPLACE FUNCTION \(guardFunction)() RETURNS trigger LANGUAGE plpgsql AS $guard$
                 BEGIN
@@ -65,22 +65,22 @@ struct PostgresHistory: HistoryStorage {
                     END IF;
                     RETURN COALESCE(NEW, OLD);
                 END $guard$
-                """)
+                """, .none)
             try connection.execute("""
                 CREATE TRIGGER strata_history_guard BEFORE INSERT OR UPDATE OR DELETE ON \(qualified)
                 FOR EACH ROW EXECUTE FUNCTION \(guardFunction)()
-                """)
+                """, .none)
             try connection.execute("""
                 CREATE TRIGGER strata_history_guard_truncate BEFORE TRUNCATE ON \(qualified)
                 FOR EACH STATEMENT EXECUTE FUNCTION \(guardFunction)()
-                """)
+                """, .none)
         }
         if connection.isInTransaction { try connection.withSavepoint(body) } else { try connection.withTransaction(body) }
     }
 
     func all() throws -> [HistoryRecord] {
         guard try exists() else { return [] }
-        return try connection.rows("SELECT \(columns) FROM \(qualified) ORDER BY strata_history.applied_at, kind, identity")
+        return try connection.rows("SELECT \(columns) FROM \(qualified) ORDER BY strata_history.applied_at, kind, identity", .none)
             .map(HistoryRecord.init(row:))
     }
 
@@ -95,9 +95,9 @@ struct PostgresHistory: HistoryStorage {
     private func asWriter(_ body: () throws -> Void) throws {
         func write() throws {
             try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ROLE")
-            try connection.execute("SELECT set_config('\(Self.writerSetting)', 'on', true)")
+            try connection.execute("SELECT set_config('\(Self.writerSetting)', 'on', true)", .none)
             try body()
-            try connection.execute("SELECT set_config('\(Self.writerSetting)', 'off', true)")
+            try connection.execute("SELECT set_config('\(Self.writerSetting)', 'off', true)", .none)
         }
         if connection.isInTransaction { try write() } else { try connection.withTransaction(write) }
     }

@@ -265,7 +265,7 @@ final class PostgresSeedSink: SeedSink {
                 SELECT \(number), \(line), \(offset), min(\(number)) OVER (PARTITION BY \(keys)) AS first_number FROM \(stage)
             ) AS later JOIN \(stage) AS first ON first.\(number) = later.first_number
             WHERE later.\(number) <> later.first_number ORDER BY later.\(number) LIMIT 1
-            """)
+            """, .none)
         guard let row = rows.first else {
             if let cause { throw cause }
             return
@@ -328,7 +328,7 @@ final class PostgresSeedSink: SeedSink {
             let rows = try connection.rows("""
                 SELECT \(keys), count(*) FROM \(target.qualifiedName) AS p JOIN \(group.sql) AS c ON \(join)
                 WHERE NOT \(inFile("p"))\(kept) GROUP BY \(keys) ORDER BY \(keys) LIMIT 5
-                """)
+                """, .none)
             for row in rows {
                 let key = keyNames.enumerated().map { "\($1) = \(row[$0])" }.joined(separator: ", ")
                 let count = row[keyNames.count]

@@ -41,9 +41,9 @@ extension Database: MigrationDatabase {
     /// instead. The PRAGMA is a no-op inside a transaction, so it is set before `BEGIN`.
     public func withForeignKeys<T>(enforced: Bool, _ body: () throws -> T) throws -> T {
         let previous = try scalar("PRAGMA foreign_keys", as: Bool.self) ?? false
-        if previous != enforced { try execute("PRAGMA foreign_keys = \(enforced ? "ON" : "OFF")") }
+        if previous != enforced { try execute("PRAGMA foreign_keys = \(enforced ? "ON" : "OFF")", .none) }
         // Whatever the file set (a transaction="none" file may switch it): `ConnectionSnapshot` checks this too.
-        defer { try? execute("PRAGMA foreign_keys = \(previous ? "ON" : "OFF")") }
+        defer { try? execute("PRAGMA foreign_keys = \(previous ? "ON" : "OFF")", .none) }
         return try body()
     }
 

@@ -203,13 +203,14 @@ public final class Database {
         return statement
     }
 
-    /// Runs one statement with its arguments, checked before anything runs.
-    public func execute(_ sql: String, _ arguments: StatementArguments = .none) throws {
+    /// Runs one statement with its arguments (`?`, `?NNN`, `:name`), checked before anything runs. A literal with
+    /// interpolated values goes to `execute(_: SQL)` instead.
+    public func execute(_ sql: String, _ arguments: StatementArguments) throws {
         try cachedStatement(sql).execute(arguments)
     }
 
-    /// A lazy cursor over the rows of one query.
-    public func query(_ sql: String, _ arguments: StatementArguments = .none) throws -> RowCursor {
+    /// A lazy cursor over the rows of one query, with its arguments (`?`, `?NNN`, `:name`).
+    public func query(_ sql: String, _ arguments: StatementArguments) throws -> RowCursor {
         let statement = try cachedStatement(sql)
         try statement.bind(arguments)
         statement.isBusy = true
@@ -217,7 +218,7 @@ public final class Database {
     }
 
     /// The first column of the first row as `T`, or nil when there is no row or the value is NULL.
-    public func scalar<T: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments = .none,
+    public func scalar<T: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments,
                                                     as type: T.Type = T.self) throws -> T? {
         guard let row = try query(sql, arguments).next(), row.count > 0 else { return nil }
         return try row.get(0, as: T?.self)

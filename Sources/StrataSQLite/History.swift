@@ -33,7 +33,7 @@ struct HistoryStore: HistoryStorage {
 
     /// Creates the table when absent; safe to race with other processes.
     func create() throws {
-        try database.execute(Self.createSQL)
+        try database.execute(Self.createSQL, .none)
     }
 
     /// Every record, or none when the table does not exist yet (reading never creates it).

@@ -197,7 +197,7 @@ final class SQLiteSeedSink: SeedSink {
     }
 
     func close() {
-        for index in 0..<keyTables { try? database.execute("DROP TABLE IF EXISTS temp.strata_seed_keys_\(index)") }
+        for index in 0..<keyTables { try? database.execute("DROP TABLE IF EXISTS temp.strata_seed_keys_\(index)", .none) }
     }
 
     /// Records the row's key; a key recorded before is refused, naming the line that has it first. The values are
@@ -278,10 +278,10 @@ final class SQLiteSeedSink: SeedSink {
             return "k\(position)\(affinity) COLLATE \(quoteIdentifier(collation))"
         }
         let keys = keyColumns.indices.map { "k\($0)" }
-        try database.execute("DROP TABLE IF EXISTS temp.\(table)")
+        try database.execute("DROP TABLE IF EXISTS temp.\(table)", .none)
         keyTables += 1
-        try database.execute("CREATE TEMP TABLE \(table) (" + definitions.joined(separator: ", ") + ", line INTEGER)")
-        try database.execute("CREATE UNIQUE INDEX temp.\(table)_index ON \(table) (" + keys.joined(separator: ", ") + ")")
+        try database.execute("CREATE TEMP TABLE \(table) (" + definitions.joined(separator: ", ") + ", line INTEGER)", .none)
+        try database.execute("CREATE UNIQUE INDEX temp.\(table)_index ON \(table) (" + keys.joined(separator: ", ") + ")", .none)
         let record = try database.prepare("INSERT INTO temp.\(table) VALUES (" + keyColumns.map { _ in "?" }.joined(separator: ", ")
                                           + ", ?) ON CONFLICT DO NOTHING")
         let find = try database.prepare("SELECT line FROM temp.\(table) WHERE "
@@ -294,7 +294,7 @@ final class SQLiteSeedSink: SeedSink {
         do {
             // NOT EXISTS rather than NOT IN: correct by construction whatever the keys hold.
             try database.execute("DELETE FROM \(quoteIdentifier(step.table)) WHERE NOT "
-                                 + Self.inFile(quoteIdentifier(step.table), keyNames))
+                                 + Self.inFile(quoteIdentifier(step.table), keyNames), .none)
         } catch let error as DatabaseError {
             throw failure("sync could not delete rows missing from the file: \(error.message)")
         }
@@ -341,7 +341,7 @@ final class SQLiteSeedSink: SeedSink {
             let rows = try database.query("""
                 SELECT \(keys), count(*) FROM \(parent) AS p JOIN \(quoteIdentifier(group.child)) AS c ON \(join)
                 WHERE NOT \(Self.inFile("p", keyNames))\(selfReference) GROUP BY \(keys) LIMIT 5
-                """).all()
+                """, .none).all()
             for row in rows {
                 let key = keyNames.enumerated().map { "\($1) = \(row[$0])" }.joined(separator: ", ")
                 let count = row[keyNames.count]

@@ -22,7 +22,7 @@ struct ConnectionSnapshot: SessionSnapshot {
     init(_ database: Database) throws {
         var values: [String: DatabaseValue] = [:]
         for pragma in Self.pragmas {
-            values[pragma] = try database.query("PRAGMA \(pragma)").next()?[0] ?? .null
+            values[pragma] = try database.query("PRAGMA \(pragma)", .none).next()?[0] ?? .null
         }
         self.database = database
         self.values = values
@@ -38,18 +38,18 @@ struct ConnectionSnapshot: SessionSnapshot {
         for kind in ["trigger", "view", "table"] {
             for object in created.sorted() where object.hasPrefix(kind + " ") {
                 let name = String(object.dropFirst(kind.count + 1))
-                try database.execute("DROP \(kind.uppercased()) IF EXISTS temp.\(quoteIdentifier(name))")
+                try database.execute("DROP \(kind.uppercased()) IF EXISTS temp.\(quoteIdentifier(name))", .none)
             }
         }
         for schema in try Self.schemas(database).subtracting(schemas).sorted() {
-            try database.execute("DETACH DATABASE \(quoteIdentifier(schema))")
+            try database.execute("DETACH DATABASE \(quoteIdentifier(schema))", .none)
         }
         for pragma in Self.pragmas {
-            let now = try database.query("PRAGMA \(pragma)").next()?[0] ?? .null
+            let now = try database.query("PRAGMA \(pragma)", .none).next()?[0] ?? .null
             guard let before = values[pragma], now != before else { continue }
             switch before {
-            case .integer(let value): try database.execute("PRAGMA \(pragma) = \(value)")
-            case .text(let value): try database.execute("PRAGMA \(pragma) = \(quoteIdentifier(value))")
+            case .integer(let value): try database.execute("PRAGMA \(pragma) = \(value)", .none)
+            case .text(let value): try database.execute("PRAGMA \(pragma) = \(quoteIdentifier(value))", .none)
             default: continue
             }
         }

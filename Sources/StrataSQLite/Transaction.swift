@@ -53,7 +53,7 @@ extension Database {
         guard !isInTransaction else {
             throw DatabaseError.misuse("already in a transaction; use savepoint(_:) to nest one")
         }
-        try execute("BEGIN \(kind.rawValue) TRANSACTION")
+        try execute("BEGIN \(kind.rawValue) TRANSACTION", .none)
         transactionState.depth += 1
         defer { leaveScope() }
         let result: T
@@ -83,7 +83,7 @@ extension Database {
         savepointDepth += 1
         defer { savepointDepth -= 1 }
         let name = "strata_savepoint_\(savepointDepth)"
-        try execute("SAVEPOINT \(name)")
+        try execute("SAVEPOINT \(name)", .none)
         transactionState.depth += 1
         defer { leaveScope() }
         let result: T
@@ -94,8 +94,8 @@ extension Database {
                 // The savepoint went with the transaction; the outermost scope undoes the stand-in one.
                 if transactionState.depth == 1 { rollbackIgnoringErrors() }
             } else if isInTransaction {
-                try? execute("ROLLBACK TRANSACTION TO SAVEPOINT \(name)")
-                try? execute("RELEASE SAVEPOINT \(name)")
+                try? execute("ROLLBACK TRANSACTION TO SAVEPOINT \(name)", .none)
+                try? execute("RELEASE SAVEPOINT \(name)", .none)
             }
             throw error
         }
@@ -103,7 +103,7 @@ extension Database {
             if transactionState.depth == 1 { rollbackIgnoringErrors() }
             throw lost
         }
-        try execute("RELEASE SAVEPOINT \(name)")
+        try execute("RELEASE SAVEPOINT \(name)", .none)
         return result
     }
 

@@ -81,7 +81,7 @@ struct PostgresDecodeBenchmark {
     }
 
     static func recreate(_ db: PostgresConnection) throws {
-        for statement in schema.split(separator: ";") { try db.execute(String(statement)) }
+        for statement in schema.split(separator: ";") { try db.execute(String(statement), .none) }
     }
 
     static func verify(_ db: PostgresConnection, count: Int) throws {

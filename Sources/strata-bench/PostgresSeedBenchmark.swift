@@ -47,7 +47,7 @@ struct PostgresSeedBenchmark {
         func reset() throws {
             try admin.execute("DROP TABLE IF EXISTS items")
             try admin.execute("DROP TABLE IF EXISTS strata_history")
-            try admin.execute(Self.schema)
+            try admin.execute(Self.schema, .none)
             try admin.execute("CHECKPOINT")
         }
         var contents: String?

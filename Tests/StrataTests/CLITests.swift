@@ -477,7 +477,7 @@ final class CLITests: XCTestCase {
             XCTAssertEqual(process.terminationReason, .uncaughtSignal)
 
             let db = try project.connection()
-            XCTAssertEqual(try db.scalar(backend.integrityCheck.sql, as: String.self), backend.integrityCheck.intact)
+            XCTAssertEqual(try db.scalar(backend.integrityCheck.sql, .none, as: String.self), backend.integrityCheck.intact)
             XCTAssertFalse(try db.tableExists("big"), "the killed file left no trace")
             XCTAssertEqual(try db.rows("SELECT identity FROM strata_history").map { $0[0] }, [.text("1_a.sql")])
             let rerun = try project.strataOnBackend(["migrate"])
@@ -523,7 +523,7 @@ fileprivate extension TestBackend {
         case .postgres:
             let db = try PostgresTestDatabase(root).connection
             let name = try XCTUnwrap(try db.scalar("SELECT current_database()", as: String.self))
-            try db.execute("ALTER DATABASE \(quoteIdentifier(name)) SET default_transaction_read_only = on")
+            try db.execute("ALTER DATABASE \(quoteIdentifier(name)) SET default_transaction_read_only = on", .none)
             return location(root)
         }
     }

@@ -168,7 +168,7 @@ final class CrashInjectionTests: XCTestCase {
                 XCTAssertEqual(refused.status, 3, "trial \(trial): \(refused.stderr)")
                 XCTAssertTrue(refused.stderr.contains("index public.\(index) on"), "trial \(trial): \(refused.stderr)")
             }
-            try db.execute("DROP INDEX CONCURRENTLY public.\(index)")
+            try db.execute("DROP INDEX CONCURRENTLY public.\(index)", .none)
         }
         let built = try backend.kind == .sqlite || backend.schemaObjectNames(db).contains(index)
         let resolve = try project.strataOnBackend(["resolve", id, built ? "--applied" : "--rolled-back"])

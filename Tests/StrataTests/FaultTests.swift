@@ -167,7 +167,7 @@ extension TestBackend {
         switch kind {
         case .sqlite:
             let pageSize = try XCTUnwrap(try db.scalar("PRAGMA page_size", as: Int.self))
-            try db.execute("PRAGMA max_page_count = \(kilobytes * 1024 / pageSize)")
+            try db.execute("PRAGMA max_page_count = \(kilobytes * 1024 / pageSize)", .none)
         case .postgres: throw XCTSkip("PostgreSQL has no per-database size limit (tests needing one ask for .sizeLimit)")
         }
     }

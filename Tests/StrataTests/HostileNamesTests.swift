@@ -42,7 +42,7 @@ final class HostileNamesTests: XCTestCase {
             XCTAssertNil(report.failure, "\(String(describing: report.failure))")
             let db = try project.connection()
             XCTAssertTrue(try db.tableExists("victim"))
-            XCTAssertEqual(try db.rows("SELECT * FROM \(quoteIdentifier(Self.table))").map(\.values),
+            XCTAssertEqual(try db.rows("SELECT * FROM \(quoteIdentifier(Self.table))", .none).map(\.values),
                            [[.text("x'); DROP TABLE victim; --"), .integer(1), .text("q\"q"), .real(2.5)]])
 
             let store = ModelStore(database: db, manifest: try project.manifest())

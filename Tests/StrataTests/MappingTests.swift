@@ -198,6 +198,25 @@ final class MappingTests: XCTestCase {
         }
     }
 
+    func testFragmentConditionsBindWhatTheyInterpolate() throws {
+        try forEachBackend(needing: .models) { backend in
+            let db = try database(backend, "CREATE TABLE edition (isbn TEXT, number INTEGER, note TEXT, PRIMARY KEY (isbn, number));")
+            let store = ModelStore(database: db)
+            let hostile = "it's'; DELETE FROM edition; --"
+            try store.insert(contentsOf: (1...5).map { Edition(isbn: $0 % 2 == 0 ? "a" : "b", number: $0, note: $0 == 5 ? hostile : nil) })
+            let isbn = "a", missing: String? = nil
+            XCTAssertEqual(try store.fetchAll(Edition.self, where: "isbn = \(isbn) ORDER BY number").map(\.number), [2, 4])
+            XCTAssertEqual(try store.fetchFirst(Edition.self, where: "note = \(hostile)")?.number, 5)
+            XCTAssertEqual(try store.count(Edition.self, where: "note IS NOT DISTINCT FROM \(missing)"), 4)
+            XCTAssertEqual(try store.fetchAll(Int.self, sql: "SELECT number FROM edition WHERE number > \(3) ORDER BY number"), [4, 5])
+            var seen: [String] = []
+            try store.forEach(Edition.self, sql: "SELECT * FROM edition WHERE isbn = \(isbn) AND number < \(3)") { seen.append($0.isbn) }
+            XCTAssertEqual(seen, ["a"])
+            XCTAssertEqual(try store.deleteAll(Edition.self, where: "note = \(hostile)"), 1)
+            XCTAssertEqual(try store.count(Edition.self), 4)
+        }
+    }
+
     func testSaveInsertsThenUpdatesAndUpdateNeedsARow() throws {
         try forEachBackend(needing: .models) { backend in
             let db = try database(backend, "CREATE TABLE member (id \(backend.autoIncrementingKey), name TEXT NOT NULL, joined_at TEXT NOT NULL);")
@@ -414,9 +433,9 @@ final class MappingTests: XCTestCase {
                 """)
             let store = ModelStore(database: db)
             let sql = "SELECT kind, radius, side FROM shapes ORDER BY position"
-            XCTAssertEqual(try store.fetchAll(Shape<CircleKeys>.self, sql: sql).map(\.size), [1.5, 2.5, 3.5, 4.5])
-            XCTAssertEqual(try store.fetchAll(Shape<IndexKey>.self, sql: sql).map(\.size), [1.5, 2.5, 3.5, 4.5])
-            XCTAssertEqual(try store.fetchAll(Shape<NameKey>.self, sql: sql).map(\.size), [1.5, 2.5, 3.5, 4.5])
+            XCTAssertEqual(try store.fetchAll(Shape<CircleKeys>.self, sql: sql, .none).map(\.size), [1.5, 2.5, 3.5, 4.5])
+            XCTAssertEqual(try store.fetchAll(Shape<IndexKey>.self, sql: sql, .none).map(\.size), [1.5, 2.5, 3.5, 4.5])
+            XCTAssertEqual(try store.fetchAll(Shape<NameKey>.self, sql: sql, .none).map(\.size), [1.5, 2.5, 3.5, 4.5])
         }
     }
 

@@ -35,7 +35,7 @@ final class MigrationRulesTests: XCTestCase {
             let db = try project.connection()
             try db.execute("CREATE TABLE t (x INTEGER)")
             try project.migrator().baseline(through: "1_t.sql")
-            for statement in backend.triggerDeletingHistory(afterInsertInto: "t") { try db.execute(statement) }
+            for statement in backend.triggerDeletingHistory(afterInsertInto: "t") { try db.execute(statement, .none) }
             let failure = try XCTUnwrap(try project.migrator().migrate().failure)
             XCTAssertEqual(failure.id, "t.csv")
             XCTAssertTrue(failure.message.contains("Strata's record of what was applied"), failure.message)

@@ -28,11 +28,11 @@ final class SeedingTests: XCTestCase {
     }
 
     func values(_ project: Project, _ sql: String) throws -> [[DatabaseValue]] {
-        try project.connection().rows(sql).map(\.values)
+        try project.connection().rows(sql, .none).map(\.values)
     }
 
     func count(_ project: Project, _ sql: String) throws -> Int? {
-        try project.connection().scalar(sql, as: Int.self)
+        try project.connection().scalar(sql, .none, as: Int.self)
     }
 
     /// Conversions every backend makes alike: declared integer, real, text and blob columns, and types the manifest

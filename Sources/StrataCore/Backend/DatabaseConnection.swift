@@ -12,9 +12,10 @@ public protocol DatabaseConnection: AnyObject {
     /// A compiled statement for reading rows, possibly from a per-connection cache: it stays this caller's until
     /// `reset()`.
     func compileForReading(_ sql: String) throws -> any PreparedStatement
-    /// Runs one statement with its arguments.
+    /// Runs one statement with its arguments, in the backend's native placeholders (SQLite: `?`, `?NNN`, `:name`;
+    /// PostgreSQL: `$1`, `$2`, …). A literal with interpolated values goes to `execute(_: SQL)` instead.
     func execute(_ sql: String, _ arguments: StatementArguments) throws
-    /// Every row of one query.
+    /// Every row of one query, with arguments in the backend's native placeholders.
     func rows(_ sql: String, _ arguments: StatementArguments) throws -> [Row]
 
     /// True between the start and the end of a transaction.
@@ -44,18 +45,8 @@ public protocol DatabaseConnection: AnyObject {
 }
 
 extension DatabaseConnection {
-    /// Runs one statement without arguments.
-    public func execute(_ sql: String) throws {
-        try execute(sql, .none)
-    }
-
-    /// Every row of one query without arguments.
-    public func rows(_ sql: String) throws -> [Row] {
-        try rows(sql, .none)
-    }
-
     /// The first column of the first row as `T`, or nil when there is no row or the value is NULL.
-    public func scalar<T: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments = .none,
+    public func scalar<T: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments,
                                                     as type: T.Type = T.self) throws -> T? {
         guard let row = try rows(sql, arguments).first, row.count > 0 else { return nil }
         return try row.get(0, as: T?.self)

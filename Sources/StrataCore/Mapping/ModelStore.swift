@@ -5,7 +5,7 @@ import Foundation
 /// ```swift
 /// struct Book: Codable { var isbn: String; var title: String; var publishedOn: Date?; var inPrint: Bool }
 /// let store = ModelStore(database: db, manifest: manifest)       // manifest optional
-/// var books = try store.fetchAll(Book.self, where: "author_id = ?", [1])
+/// var books = try store.fetchAll(Book.self, where: "author_id = \(authorID)")   // bound, never spliced
 /// books[0].title = "A Wizard of Earthsea (50th anniversary)"
 /// try store.save(books[0])
 /// ```
@@ -58,26 +58,26 @@ public final class ModelStore {
     /// Every row of the type's table.
     @inlinable
     public func fetchAll<T: Decodable>(_ type: T.Type) throws -> [T] {
-        try fetchAll(T.self, sql: try selectAll(T.self))
+        try fetchAll(T.self, sql: try selectAll(T.self), .none)
     }
 
-    /// Rows matching an SQL condition, with positional or named arguments.
+    /// Rows matching an SQL condition, with arguments in the backend's native placeholders.
     @inlinable
     public func fetchAll<T: Decodable>(_ type: T.Type, where condition: String,
-                                       _ arguments: StatementArguments = .none) throws -> [T] {
+                                       _ arguments: StatementArguments) throws -> [T] {
         try fetchAll(T.self, sql: try selectAll(T.self) + " WHERE \(condition)", arguments)
     }
 
     /// The first row matching an SQL condition, or nil.
     @inlinable
     public func fetchFirst<T: Decodable>(_ type: T.Type, where condition: String,
-                                         _ arguments: StatementArguments = .none) throws -> T? {
+                                         _ arguments: StatementArguments) throws -> T? {
         try fetchAll(T.self, sql: try selectAll(T.self) + " WHERE \(condition) LIMIT 1", arguments).first
     }
 
     /// Rows of any query (joins, projections) decoded into `T`; result columns match properties by the same rules.
     @inlinable
-    public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none) throws -> [T] {
+    public func fetchAll<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments) throws -> [T] {
         var result: [T] = []
         try forEach(T.self, sql: sql, arguments) { result.append($0) }
         return result
@@ -85,7 +85,7 @@ public final class ModelStore {
 
     /// Decodes rows one at a time without collecting them.
     @inlinable
-    public func forEach<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments = .none,
+    public func forEach<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments,
                                       _ body: (T) throws -> Void) throws {
         // Decided once, not per row (and at compile time where `T` is known).
         if DecodingContext.readsRowAsOneValue(T.self) {
@@ -154,10 +154,10 @@ public final class ModelStore {
 
     public func count<T>(_ type: T.Type) throws -> Int {
         let layout = try layout(of: T.self)
-        return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table))", as: Int.self) ?? 0
+        return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table))", .none, as: Int.self) ?? 0
     }
 
-    public func count<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments = .none) throws -> Int {
+    public func count<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments) throws -> Int {
         let layout = try layout(of: T.self)
         return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(condition)",
                                    arguments, as: Int.self) ?? 0
@@ -227,12 +227,12 @@ public final class ModelStore {
     @discardableResult
     public func deleteAll<T>(_ type: T.Type) throws -> Int {
         let layout = try layout(of: T.self)
-        try database.execute("DELETE FROM \(quoteIdentifier(layout.table))")
+        try database.execute("DELETE FROM \(quoteIdentifier(layout.table))", .none)
         return database.changes
     }
 
     @discardableResult
-    public func deleteAll<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments = .none) throws -> Int {
+    public func deleteAll<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments) throws -> Int {
         let layout = try layout(of: T.self)
         try database.execute("DELETE FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
         return database.changes

@@ -98,7 +98,7 @@ final class PostgresConnectionTests: XCTestCase {
             "CREATE VIEW named AS SELECT name FROM person",
             "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$",
             "CREATE TRIGGER person_touch BEFORE UPDATE ON person FOR EACH ROW EXECUTE FUNCTION touch()",
-        ] { try db.execute(statement) }
+        ] { try db.execute(statement, .none) }
         try db.history.create()
         let text = try PostgresSchema(connection: db).text()
         for expected in ["CREATE TYPE public.mood AS ENUM ('sad', 'ok');", "CREATE TABLE public.person (",

@@ -324,7 +324,7 @@ final class PostgresMigrationTests: XCTestCase {
         let (_, db, root) = try project(["001.sql": "CREATE TABLE t (id int);"])
         let url = try PostgresServer.shared().url(for: root)
         let name = try XCTUnwrap(try db.scalar("SELECT current_database()", as: String.self))
-        try db.execute("ALTER DATABASE \(quoteIdentifier(name)) SET default_transaction_read_only = on")
+        try db.execute("ALTER DATABASE \(quoteIdentifier(name)) SET default_transaction_read_only = on", .none)
         XCTAssertThrowsError(try PostgresTarget(url: url).openForWriting(timeout: .seconds(1))) { error in
             XCTAssertEqual((error as? DatabaseError)?.kind, .readOnly)
         }

@@ -52,7 +52,7 @@ final class PostgresRunnerIsolationTests: XCTestCase {
         let (migrator, db, root) = try project(["001_app.sql": "CREATE SCHEMA app; CREATE TABLE app.t (id int);"])
         XCTAssertEqual(try migrator.migrate().applied.count, 1)
         let database = try XCTUnwrap(try db.scalar("SELECT current_database()", as: String.self))
-        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) SET search_path = app, public")
+        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) SET search_path = app, public", .none)
         let (first, firstDB) = try reopened(migrator, root)
         XCTAssertEqual(firstDB.historySchema, "public")
         XCTAssertEqual(try first.status().map(\.state), [.applied])
@@ -67,13 +67,13 @@ final class PostgresRunnerIsolationTests: XCTestCase {
                               "\(context): \(refusals)")
             }
         }
-        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) SET search_path = app")
+        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) SET search_path = app", .none)
         let (second, secondDB) = try reopened(migrator, root)
         XCTAssertEqual(secondDB.historySchema, "app")
         assertRefused(second, "search_path without public")
         XCTAssertEqual(try secondDB.scalar("SELECT to_regclass('app.strata_history') IS NULL", as: Bool.self), true)
 
-        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) RESET search_path")
+        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) RESET search_path", .none)
         let url = try PostgresServer.shared().url(for: root)
         let moved = Migrator(manifest: migrator.manifest, database: try PostgresConnection(url: url, schema: "deploy"))
         assertRefused(moved, "<database schema=\"deploy\"> added")
@@ -153,7 +153,7 @@ final class PostgresRunnerIsolationTests: XCTestCase {
     func testBackslashesAreStoredAsWrittenWhateverTheDatabaseDefault() throws {
         let (migrator, db, root) = try project(["001_paths.sql": #"CREATE TABLE paths (p text); INSERT INTO paths VALUES ('C:\new\table');"#])
         let database = try XCTUnwrap(try db.scalar("SELECT current_database()", as: String.self))
-        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) SET standard_conforming_strings = off")
+        try db.execute("ALTER DATABASE \(quoteIdentifier(database)) SET standard_conforming_strings = off", .none)
         let (legacy, legacyDB) = try reopened(migrator, root)
         XCTAssertNil(try legacy.migrate().failure)
         XCTAssertEqual(try legacyDB.scalar("SELECT p FROM paths", as: String.self), #"C:\new\table"#)
@@ -224,7 +224,7 @@ final class PostgresRunnerIsolationTests: XCTestCase {
     func testARoleOrReadOnlySessionAFileSetsDoesNotDecideWhoWritesTheHistory() throws {
         let role = "strata_owner_\(UUID().uuidString.prefix(8).lowercased())"
         let admin = try PostgresConnection(url: try PostgresServer.shared().url(database: "postgres"))
-        try admin.execute("CREATE ROLE \(role)")
+        try admin.execute("CREATE ROLE \(role)", .none)
         let (migrator, db, _) = try project([
             "001_grant.sql": "GRANT CREATE ON SCHEMA public TO \(role);",
             "002_owned.sql": "SET ROLE \(role);\nCREATE TABLE owned (id int);",
@@ -240,8 +240,8 @@ final class PostgresRunnerIsolationTests: XCTestCase {
         XCTAssertEqual(try db.scalar("SELECT tableowner FROM pg_tables WHERE tablename = 'owned_too'", as: String.self), role)
         XCTAssertNotEqual(try db.scalar("SELECT tableowner FROM pg_tables WHERE tablename = 'after'", as: String.self), role)
         XCTAssertEqual(try db.history.all().filter(\.isApplied).count, 6)
-        try db.execute("DROP OWNED BY \(role)")
-        try admin.execute("DROP ROLE \(role)")
+        try db.execute("DROP OWNED BY \(role)", .none)
+        try admin.execute("DROP ROLE \(role)", .none)
     }
 
     /// A `transaction="none"` file that drops the schema holding the history: the failure says the history is gone,

@@ -32,7 +32,7 @@ final class PostgresSeedingTests: XCTestCase {
 
     /// Every value of a query's rows as the server's text (NULL as nil).
     func texts(_ db: PostgresConnection, _ sql: String) throws -> [[String?]] {
-        try db.rows(sql).map { row in try (0..<row.count).map { try row.get($0, as: String?.self) } }
+        try db.rows(sql, .none).map { row in try (0..<row.count).map { try row.get($0, as: String?.self) } }
     }
 
     // MARK: Types

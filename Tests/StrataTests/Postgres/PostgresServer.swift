@@ -67,7 +67,7 @@ final class PostgresServer: @unchecked Sendable {
         if let name = databases[root.path] { return name }
         let name = "strata_test_\(databases.count + 1)_\(UUID().uuidString.prefix(8).lowercased())"
         let admin = try PostgresConnection(url: url(database: "postgres"))
-        try admin.execute("CREATE DATABASE \(name)")
+        try admin.execute("CREATE DATABASE \(name)", .none)
         databases[root.path] = name
         return name
     }

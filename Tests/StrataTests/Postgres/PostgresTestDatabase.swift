@@ -27,7 +27,7 @@ struct PostgresTestDatabase {
     static func contents(of connection: PostgresConnection) throws -> String {
         var text = try PostgresSchema(connection: connection).text()
         for table in try PostgresTestDatabase(connection: connection).userTables() {
-            let rows = try connection.rows("SELECT t::text FROM \(quoteIdentifier(table)) t ORDER BY 1")
+            let rows = try connection.rows("SELECT t::text FROM \(quoteIdentifier(table)) t ORDER BY 1", .none)
             text += "\n-- \(table)\n" + (try rows.map { try $0.get(0, as: String.self) }.joined(separator: "\n"))
         }
         return text

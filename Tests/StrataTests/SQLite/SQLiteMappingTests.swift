@@ -13,6 +13,17 @@ final class SQLiteMappingTests: XCTestCase {
         return db
     }
 
+    func testAStringConditionKeepsSQLitesPlaceholdersAndALiteralBinds() throws {
+        let store = ModelStore(database: try database("CREATE TABLE edition (isbn TEXT, number INTEGER, note TEXT, PRIMARY KEY (isbn, number));"))
+        try store.insert(Edition(isbn: "?", number: 1, note: "a ? b"))
+        XCTAssertEqual(try store.fetchAll(Edition.self, where: "number = ?", [1]).count, 1)
+        XCTAssertEqual(try store.count(Edition.self, where: "number = :n", ["n": 1]), 1)
+        // The `?` inside the value is data: a splice would leave a placeholder without an argument.
+        XCTAssertEqual(try store.fetchFirst(Edition.self, where: "note = \("a ? b") AND number = \(1)")?.isbn, "?")
+        let condition = "number = \(1)"                        // a String: runs only with arguments
+        XCTAssertEqual(try store.count(Edition.self, where: condition, .none), 1)
+    }
+
     func testTheExampleManifestsModelMapping() throws {
         let dir = try makeTemporaryDirectory(self)
         let manifest = try Manifest.load(path: repositoryRoot().appendingPathComponent("manifests/example.xml").path)
@@ -111,7 +122,7 @@ final class SQLiteMappingTests: XCTestCase {
                     let hex = bytes.map { String(format: "%02X", $0) }.joined()
                     let valid = "'ok'"
                     try db.execute("INSERT INTO note VALUES (\(column == "text" ? "CAST(x'\(hex)' AS TEXT)" : valid), "
-                                   + "\(column == "other" ? "CAST(x'\(hex)' AS TEXT)" : valid))")
+                                   + "\(column == "other" ? "CAST(x'\(hex)' AS TEXT)" : valid))", .none)
                     XCTAssertThrowsError(try ModelStore(database: db).fetchAll(Note.self), "\(length) \(position)") { error in
                         XCTAssertEqual((error as? MappingError)?.message, "is not valid UTF-8 text")
                         XCTAssertEqual((error as? MappingError)?.property, column)
@@ -163,9 +174,9 @@ final class SQLiteMappingTests: XCTestCase {
         let db = try database("CREATE TABLE note (text TEXT); INSERT INTO note VALUES (CAST(x'41FF42' AS TEXT));")
         let store = ModelStore(database: db)
         let sql = "SELECT text FROM note"
-        for (name, read) in [("String?", { _ = try store.fetchAll(Explicit.self, sql: sql) }),
-                             ("Data", { _ = try store.fetchAll(Bytes.self, sql: sql) }),
-                             ("wrapper", { _ = try store.fetchAll(Wrapped.self, sql: sql) })] as [(String, () throws -> Void)] {
+        for (name, read) in [("String?", { _ = try store.fetchAll(Explicit.self, sql: sql, .none) }),
+                             ("Data", { _ = try store.fetchAll(Bytes.self, sql: sql, .none) }),
+                             ("wrapper", { _ = try store.fetchAll(Wrapped.self, sql: sql, .none) })] as [(String, () throws -> Void)] {
             XCTAssertThrowsError(try read(), name) { error in
                 XCTAssertEqual((error as? MappingError)?.message, "is not valid UTF-8 text", "\(name): \(error)")
             }

@@ -200,7 +200,7 @@ final class SQLiteMigrationTests: XCTestCase {
     /// A database holding the history and the tables the statements below use.
     private func historyDatabase() throws -> Database {
         let db = try Database()
-        try db.execute(HistoryStore.createSQL)
+        try db.execute(HistoryStore.createSQL, .none)
         try db.executeScript("CREATE TABLE t (x); CREATE TABLE deploy_log (n); CREATE TABLE a (x);")
         return db
     }
@@ -230,7 +230,7 @@ final class SQLiteMigrationTests: XCTestCase {
 
     func testMigrationsAndSeedsCannotRewriteHistoryHoweverSpelled() throws {
         let db = try Database()
-        try db.execute(HistoryStore.createSQL)
+        try db.execute(HistoryStore.createSQL, .none)
         try db.execute("CREATE TABLE t (x)")
         for statement in ["DELETE FROM strata_history", "DELETE FROM \"STRATA_HISTORY\" WHERE 1",
                           "UPDATE main.strata_history SET state = 'failed'",
@@ -265,7 +265,7 @@ final class SQLiteMigrationTests: XCTestCase {
         XCTAssertThrowsError(try runGuarded("CREATE TEMP VIEW strata_history AS SELECT 1", on: db))
         // A temp table made on the connection some other way does not take the history's rows either.
         let migrator = try project.migrator()
-        try migrator.sqlite.execute(shadow)
+        try migrator.sqlite.execute(shadow, .none)
         try project.file("sql/1_a.sql", "CREATE TABLE ledger (amount);")
         XCTAssertNil(try migrator.migrate().failure)
         XCTAssertEqual(try migrator.migrate().applied, [], "recorded in main.strata_history, so nothing runs twice")
@@ -277,7 +277,7 @@ final class SQLiteMigrationTests: XCTestCase {
         let dir = try makeTemporaryDirectory(self)
         let path = dir.appendingPathComponent("db.sqlite").path
         let db = try Database(path: path)
-        try db.execute(HistoryStore.createSQL)
+        try db.execute(HistoryStore.createSQL, .none)
         try db.execute("ATTACH DATABASE ? AS h", [path])
         XCTAssertThrowsError(try runGuarded("DELETE FROM h.strata_history", insideTransaction: false, on: db))
         try db.execute("ATTACH DATABASE ':memory:' AS other")

@@ -24,7 +24,7 @@ final class SQLiteSeedingTests: XCTestCase {
     }
 
     func values(_ project: Project, _ sql: String) throws -> [[DatabaseValue]] {
-        try project.database().query(sql).all().map(\.values)
+        try project.database().query(sql, .none).all().map(\.values)
     }
 
     /// Declared types classified by SQLite's affinity rules (NUMERIC keeps 12 an integer and 2.5 a real), Strata's
