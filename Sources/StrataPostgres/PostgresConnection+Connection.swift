@@ -33,10 +33,16 @@ extension PostgresConnection: DatabaseConnection {
     public var lastInsertRowID: Int64 { 0 }
 
     public func withTransaction<T>(_ body: () throws -> T) throws -> T {
+        try withTransaction(beginning: "BEGIN", body)
+    }
+
+    /// `withTransaction` opened by `begin`: `BEGIN` with its modes, and any `SET LOCAL` after it, sent as one
+    /// round trip.
+    func withTransaction<T>(beginning begin: String, _ body: () throws -> T) throws -> T {
         guard !isInTransaction else {
             throw DatabaseError(kind: .misuse, code: nil, message: "a transaction is already open; use withSavepoint to nest")
         }
-        try executeSimple("BEGIN")
+        try executeSimple(begin)
         let value: T
         do {
             value = try body()

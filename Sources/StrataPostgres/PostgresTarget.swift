@@ -5,7 +5,7 @@ import StrataCore
 /// (command line).
 public struct PostgresTarget: DatabaseTarget {
     /// The URI as given (with its password, if it holds one: never shown; `name` is what output uses).
-    let url: String
+    package let url: String
     /// The schema for `strata_history`, from the manifest's `<database schema>`; nil: `search_path`'s first.
     public let historySchema: String?
 

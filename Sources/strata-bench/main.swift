@@ -7,6 +7,7 @@ import Strata
 //   swift run -c release strata-bench decode [--rows N] [--repeat N]
 //   swift run -c release strata-bench decode --postgres [--rows N] [--insert-rows N] [--repeat N]
 //   swift run -c release strata-bench stream [--csv-mb 1024] [--sql-mb 100]
+//   swift run -c release strata-bench pool [--readers 8] [--queries N] [--rounds N] [--rows N]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
@@ -27,6 +28,8 @@ do {
         // Internal: writes the benchmark's manifest and CSV into DIR (for profiling the child alone).
         guard arguments.count == 3, let rows = Int(arguments[2]) else { throw BenchError("usage: strata-bench seed-prepare DIR ROWS") }
         _ = try SeedBenchmark.prepare(directory: URL(fileURLWithPath: arguments[1]), rows: rows)
+    case "pool":
+        try PoolBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "stream":
         try StreamBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "decode-only":
@@ -37,7 +40,7 @@ do {
     case "decode":
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
     default:
-        print("usage: strata-bench seed [--rows N] [--quick] | seed --postgres [--rows N] [--rounds N] | decode [--postgres] [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N]")
+        print("usage: strata-bench seed [--rows N] [--quick] | seed --postgres [--rows N] [--rounds N] | decode [--postgres] [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N] | pool [--readers N] [--queries N] [--rounds N] [--rows N]")
         exit(2)
     }
 } catch {

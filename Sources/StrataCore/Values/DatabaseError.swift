@@ -51,7 +51,7 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
     /// What went wrong, in terms that do not depend on one database's result codes.
     public enum Kind: String, Sendable, Equatable {
         /// Another connection held a lock past the busy timeout (or the wait for it was given up: a deadlock, a
-        /// cancelled or timed-out statement).
+        /// cancelled or timed-out statement), or every connection of a pool stayed in use past its checkout timeout.
         case busy
         /// A statement gave up waiting for a lock another session held, at the lock timeout the step runs with
         /// (PostgreSQL's `lock_timeout`, or `NOWAIT`). Nothing is wrong with the statement, and the transaction it

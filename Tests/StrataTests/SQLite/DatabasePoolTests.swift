@@ -1,0 +1,122 @@
+import Foundation
+import Strata
+import XCTest
+
+/// SQLite's pool: WAL, one writer and concurrent readers, each read one snapshot that cannot write.
+final class DatabasePoolTests: XCTestCase {
+    /// A guard against a hang, never a measured wait: every wait below ends on a signal long before it.
+    func deadline() -> DispatchTime { .now() + .seconds(60) }
+
+    func makePool(readers: Int = 4, checkoutTimeout: Duration = .seconds(30)) throws -> DatabasePool {
+        let path = try makeTemporaryDirectory(self).appendingPathComponent("pool.sqlite").path
+        let pool = try DatabasePool(path: path, configuration: .init(maximumReaderCount: readers, checkoutTimeout: checkoutTimeout))
+        try pool.write { db in try db.execute("CREATE TABLE t (x INTEGER)") }
+        return pool
+    }
+
+    func testReadersProceedWhileAWriteTransactionIsOpen() throws {
+        let pool = try makePool()
+        let began = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), written = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? pool.write { db in
+                try db.execute("INSERT INTO t VALUES (1)")
+                began.signal()
+                _ = release.wait(timeout: .now() + .seconds(60))
+            }
+            written.signal()
+        }
+        defer { release.signal() }
+        XCTAssertEqual(began.wait(timeout: deadline()), .success, "the writer never began")
+
+        // The write transaction is open, holding its uncommitted row; a read on another thread completes anyway.
+        let readDone = DispatchSemaphore(value: 0)
+        let seen = Locked<Result<Int?, any Error>?>(nil)
+        Thread.detachNewThread {
+            seen.set(Result { try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) } })
+            readDone.signal()
+        }
+        XCTAssertEqual(readDone.wait(timeout: deadline()), .success, "the read waited for the write transaction")
+        XCTAssertEqual(try seen.get()?.get(), 0, "a read sees only committed rows")
+
+        release.signal()
+        XCTAssertEqual(written.wait(timeout: deadline()), .success)
+        XCTAssertEqual(try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }, 1)
+        XCTAssertEqual(try pool.read { db in try db.scalar("PRAGMA journal_mode", as: String.self) }, "wal")
+    }
+
+    func testEachReadSeesOneSnapshotWhateverCommitsMeanwhile() throws {
+        let pool = try makePool()
+        try pool.write { db in try db.execute("INSERT INTO t VALUES (1)") }
+        let counts = try pool.read { db -> [Int?] in
+            let before = try db.scalar("SELECT count(*) FROM t", as: Int.self)
+            // A write commits on another thread while this read is open.
+            let committed = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                _ = try? pool.write { db in try db.execute("INSERT INTO t VALUES (2)") }
+                committed.signal()
+            }
+            XCTAssertEqual(committed.wait(timeout: deadline()), .success, "the write waited for the read")
+            return [before, try db.scalar("SELECT count(*) FROM t", as: Int.self)]
+        }
+        XCTAssertEqual(counts, [1, 1])
+        XCTAssertEqual(try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }, 2)
+    }
+
+    func testAReadCannotWrite() throws {
+        let pool = try makePool()
+        for sql in ["INSERT INTO t VALUES (1)", "CREATE TEMP TABLE scratch (x)"] {
+            let error = assertThrows(DatabaseError.self) { try pool.read { db in try db.execute(sql, .none) } }
+            XCTAssertEqual(error?.kind, .readOnly, sql)
+        }
+        XCTAssertEqual(try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }, 0)
+    }
+
+    func testAWriteThatThrowsIsRolledBack() async throws {
+        let pool = try makePool()
+        struct Stop: Error {}
+        do {
+            try await pool.write { db in
+                try db.execute("INSERT INTO t VALUES (1)")
+                throw Stop()
+            }
+            XCTFail("expected the body's error")
+        } catch is Stop {}
+        let count = try await pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }
+        XCTAssertEqual(count, 0)
+    }
+
+    func testCallingThePoolFromInsideABodyIsAnErrorNotADeadlock() throws {
+        let pool = try makePool(readers: 1)
+        let nestedRead = assertThrows(DatabaseError.self) { try pool.read { _ in try pool.read { _ in 1 } } }
+        XCTAssertEqual(nestedRead?.kind, .misuse)
+        let nestedWrite = assertThrows(DatabaseError.self) { try pool.write { _ in try pool.write { _ in 1 } } }
+        XCTAssertEqual(nestedWrite?.kind, .misuse)
+    }
+
+    func testAReadWaitsForAFreeReaderAtMostTheCheckoutTimeout() async throws {
+        let pool = try makePool(readers: 1, checkoutTimeout: .milliseconds(300))
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? pool.read { _ in
+                holding.signal()
+                _ = release.wait(timeout: .now() + .seconds(60))
+            }
+            finished.signal()
+        }
+        defer { release.signal() }
+        XCTAssertEqual(holding.wait(timeout: deadline()), .success)
+        do {
+            _ = try await pool.read { db in try db.scalar("SELECT 1", as: Int.self) }
+            XCTFail("expected the checkout to time out")
+        } catch let error as DatabaseError {
+            XCTAssertEqual(error.kind, .busy)
+            XCTAssertTrue(error.message.contains("all 1 were in use") && error.message.contains("300 ms"), error.message)
+        }
+        release.signal()
+        XCTAssertEqual(finished.wait(timeout: deadline()), .success)
+        // The reader came back and the next read gets it.
+        let one = try await pool.read { db in try db.scalar("SELECT 1", as: Int.self) }
+        XCTAssertEqual(one, 1)
+        XCTAssertEqual(pool.readerCount, 1)
+    }
+}
