@@ -41,6 +41,24 @@ final class ReadmeExampleTests: XCTestCase {
         XCTAssertEqual(try db.scalar("SELECT copies FROM books WHERE isbn = '9780547773742'", as: Int.self), 4,
                        "the example saves one more copy of A Wizard of Earthsea (3 in csv/books.csv)")
     }
+
+    /// The same program, unchanged, given a PostgreSQL database: it migrates it with the example's PostgreSQL
+    /// files, then reads, saves and counts as on SQLite.
+    func testTheModelExampleRunsUnchangedOnPostgreSQL() throws {
+        let server = try PostgresServer.shared()
+        let examples = try ReadmeExamples()
+        let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("ModelStore(database: db, manifest: manifest)") })
+        if let output = try examples.build([block])[block.target] {
+            return XCTFail("\(block) does not compile as written:\n\(output)")
+        }
+        let root = try makeTemporaryDirectory(self)
+        let url = try server.url(for: root)
+        let run = try examples.run(block, test: self, arguments: [url])
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(run.output, #"["A Wizard of Earthsea", "The Dispossessed"] 4"# + "\n")
+        let db = try PostgresConnection(url: url)
+        XCTAssertEqual(try db.scalar("SELECT copies FROM books WHERE isbn = '9780547773742'", as: Int.self), 4)
+    }
 }
 
 /// One ```swift block of README.md.
@@ -191,7 +209,7 @@ struct ReadmeExamples {
     }
 
     /// Runs a built block in a fresh copy of the example project whose database is migrated.
-    func run(_ block: ReadmeBlock, test: XCTestCase) throws -> ProgramRun {
+    func run(_ block: ReadmeBlock, test: XCTestCase, arguments: [String] = []) throws -> ProgramRun {
         let directory = try makeTemporaryDirectory(test)
         for folder in ["manifests", "sql", "csv"] {
             try FileManager.default.copyItem(at: root.appendingPathComponent(folder),
@@ -202,7 +220,7 @@ struct ReadmeExamples {
             throw ReadmeError("strata migrate failed in the example project:\n\(migrate.stdout)\(migrate.stderr)")
         }
         let program = packageDirectory.appendingPathComponent(".build/debug/\(block.target)")
-        return try runProcess([program.path], in: directory, stoppedAfter: 600)
+        return try runProcess([program.path] + arguments, in: directory, stoppedAfter: 600)
     }
 
     /// Runs a command with stdout and stderr in one pipe. With `stoppedAfter`, a program still running after that
