@@ -37,12 +37,14 @@ public final class PostgresConnection {
 
     /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
     /// again after each migration. `standard_conforming_strings` is how the splitter reads `'…'` (backslashes are
-    /// plain characters), whatever a legacy database or role sets. From PostgreSQL 14 the server also checks every 2 s that the client is still
+    /// plain characters), whatever a legacy database or role sets; `bytea_output` is the `hex` form `bytea` reads
+    /// (a database set to `escape` would otherwise hand a `Data` the escape text's bytes). From PostgreSQL 14 the server also checks every 2 s that the client is still
     /// there while a statement runs, so a deployer killed mid-statement has its statement (and locks) ended.
     static func sessionSettings(serverVersion: Int32) -> String {
         var settings = """
             SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601'; SET extra_float_digits = 3;
-            SET client_min_messages = 'warning'; SET client_encoding = 'UTF8'; SET standard_conforming_strings = on
+            SET client_min_messages = 'warning'; SET client_encoding = 'UTF8'; SET standard_conforming_strings = on;
+            SET bytea_output = 'hex'
             """
         if serverVersion >= 140_000 { settings += "; SET client_connection_check_interval = '2s'" }
         return settings
@@ -114,9 +116,16 @@ public final class PostgresConnection {
 
     /// Runs a statement that runs again and again (a statement object run a second time: a batch's insert) as a
     /// server-side prepared statement, parsed and planned once per session for its SQL text, not per row.
-    func runPrepared(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
+    /// `verify`: a name from an earlier statement object is checked in `pg_prepared_statements` first, since a
+    /// `DISCARD ALL` or `DEALLOCATE ALL` another caller of a pooled connection ran would have dropped it.
+    func runPrepared(_ sql: String, _ parameters: PostgresParameters, verify: Bool) throws -> PostgresResult {
         let name: String
-        if let known = preparedNames[sql] {
+        var known = preparedNames[sql]
+        if let cached = known, verify,
+           try scalar("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE name = $1)", [cached], as: Bool.self) != true {
+            known = nil
+        }
+        if let known {
             name = known
         } else {
             preparedCount += 1

@@ -21,13 +21,60 @@ public struct PostgresDialect: SQLDialect {
     public var numericIsExact: Bool { true }
 
     /// A Swift array (JSON text) into an array column goes as PostgreSQL's array text (`PostgresArrays`).
+    /// A value the column would change without an error is refused: more fraction digits than a `numeric(p, s)`
+    /// keeps (the server rounds), a string longer than a `varchar(n)` or `char(n)` only by trailing spaces (the
+    /// server cuts them).
     public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue {
-        guard declaredType.hasSuffix("[]"), case .text(let json) = value, json.first == "[" else { return value }
-        do {
-            return .text(try PostgresArrays.arrayText(fromJSON: json))
-        } catch {
-            throw DatabaseError(kind: .conversion, code: nil, message: "a \(declaredType) column cannot hold \(error)")
+        let modifier = Self.typeModifiers(declaredType)
+        switch value {
+        case .text(let json) where declaredType.hasSuffix("[]") && json.first == "[":
+            do {
+                return .text(try PostgresArrays.arrayText(fromJSON: json))
+            } catch {
+                throw DatabaseError(kind: .conversion, code: nil, message: "a \(declaredType) column cannot hold \(error)")
+            }
+        case .text(let text) where declaredType.hasPrefix("numeric("):
+            try Self.checkScale(text, declaredType, modifier)
+        case .real(let real) where declaredType.hasPrefix("numeric("):
+            try Self.checkScale(PostgresParameters.text(of: real), declaredType, modifier)
+        case .integer where declaredType.hasPrefix("numeric("):
+            break
+        case .text(let text) where declaredType.hasPrefix("character varying(") || declaredType.hasPrefix("character("):
+            if let length = modifier.first, text.unicodeScalars.count > length {
+                throw DatabaseError(kind: .conversion, code: nil,
+                                    message: "is \(text.unicodeScalars.count) characters, longer than \(declaredType) holds (PostgreSQL would cut trailing spaces without an error)")
+            }
+        default:
+            break
         }
+        return value
+    }
+
+    /// `numeric(10,2)` → [10, 2]; `character varying(8)` → [8].
+    private static func typeModifiers(_ declaredType: String) -> [Int] {
+        guard let open = declaredType.firstIndex(of: "("), let close = declaredType.firstIndex(of: ")"), open < close else { return [] }
+        return declaredType[declaredType.index(after: open)..<close].split(separator: ",")
+            .compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// Refuses decimal text with more significant fraction digits than the column's scale.
+    private static func checkScale(_ text: String, _ declaredType: String, _ modifier: [Int]) throws {
+        guard modifier.count == 2 else { return }
+        let scale = modifier[1]
+        var mantissa = Substring(text)
+        if let exponent = mantissa.firstIndex(where: { $0 == "e" || $0 == "E" }) { mantissa = mantissa[..<exponent] }
+        let exponent = text.firstIndex(where: { $0 == "e" || $0 == "E" }).flatMap { Int(text[text.index(after: $0)...]) } ?? 0
+        guard let point = mantissa.firstIndex(of: ".") else {
+            if exponent < -scale { throw scaleError(text, declaredType, scale) }
+            return
+        }
+        let fraction = mantissa[mantissa.index(after: point)...].reversed().drop { $0 == "0" }.count
+        if fraction - exponent > scale { throw scaleError(text, declaredType, scale) }
+    }
+
+    private static func scaleError(_ text: String, _ declaredType: String, _ scale: Int) -> DatabaseError {
+        DatabaseError(kind: .conversion, code: nil,
+                      message: "\(text) has more than \(scale) decimal places, which \(declaredType) keeps; PostgreSQL would round it")
     }
 
     /// Integers (and `boolean`, read as 0 and 1) are integer, floating types real, `numeric` numeric (exact),

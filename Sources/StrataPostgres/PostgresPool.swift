@@ -143,6 +143,10 @@ public final class PostgresPool: ConnectionPool {
         let setTimeout = statementTimeout.map { "; SET LOCAL statement_timeout = \(PostgresConnection.timeoutLiteral($0))" } ?? ""
         switch access {
         case .read:
+            // Read-only for the session too, not only the transaction: a body that ends the transaction itself
+            // (a COMMIT in a script) still cannot write. Put back before the connection is lent again.
+            try connection.executeSimple("SET default_transaction_read_only = on")
+            defer { _ = try? connection.executeSimple("RESET default_transaction_read_only") }
             return try connection.withTransaction(beginning: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" + setTimeout) {
                 try body(connection)
             }

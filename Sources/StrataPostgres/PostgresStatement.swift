@@ -114,7 +114,8 @@ public final class PostgresStatement {
 
     private func execute() throws -> PostgresResult {
         executions += 1
-        return executions > 1 ? try connection.runPrepared(sql, parameters) : try connection.run(sql, parameters)
+        return executions > 1 ? try connection.runPrepared(sql, parameters, verify: executions == 2)
+            : try connection.run(sql, parameters)
     }
 
     public func step() throws -> Bool {

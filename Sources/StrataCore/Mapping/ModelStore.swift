@@ -358,8 +358,11 @@ public final class ModelStore {
             values.append(value)
         }
         let table = quoteIdentifier(layout.table)
+        // A value given for a column the database generates (a key read back, saved again) is the row's, also
+        // where the column is GENERATED ALWAYS.
+        let overriding = columns.contains { layout.columns.named($0)?.isGenerated == true } ? " OVERRIDING SYSTEM VALUE" : ""
         var sql = columns.isEmpty ? "INSERT INTO \(table) DEFAULT VALUES"
-            : "INSERT INTO \(table) (\(columns.map(quoteIdentifier).joined(separator: ", "))) VALUES ("
+            : "INSERT INTO \(table) (\(columns.map(quoteIdentifier).joined(separator: ", ")))\(overriding) VALUES ("
                 + columns.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
         sql += conflict
         let key = layout.primaryKey.count == 1 ? layout.columns.named(layout.primaryKey[0]) : nil

@@ -1,0 +1,105 @@
+import Foundation
+import Strata
+@testable import StrataCore
+@testable import StrataPostgres
+@testable import StrataSQLite
+import XCTest
+
+/// Values a PostgreSQL column or session would change without an error, and pool calls that must not write or
+/// fail: each was a wrong result (or an error where the README promises success) a hostile review reproduced.
+final class PostgresModelEdgeTests: XCTestCase {
+    func pg(_ schema: String) throws -> (ModelStore, PostgresConnection, url: String) {
+        let root = try makeTemporaryDirectory(self)
+        let url = try PostgresServer.shared().url(for: root)
+        let db = try PostgresConnection(url: url)
+        if !schema.isEmpty { try db.executeSimple(schema) }
+        return (ModelStore(database: db), db, url)
+    }
+
+    // MARK: Silent wrong values
+
+    /// a `Data` property reads back as the bytes of PostgreSQL's *escape* text (`\000\001\377A\\`, 15 bytes)
+    /// instead of the 5 bytes written, with no error. Strata forces TimeZone/DateStyle/extra_float_digits per session
+    /// but not `bytea_output`, so a database or role with `bytea_output = 'escape'` (common for legacy clients) makes
+    /// `PostgresText.bytea` fail to parse, the column falls back to `.text`, and `Data.fromDatabaseValue(.text)`
+    /// turns the text's UTF-8 into the value. README: `Data` ↔ `bytea` both ways; "No value is changed silently".
+    func testByteaReadsBackWhenTheDatabaseDefaultsToEscapeOutput() throws {
+        struct Blob: Codable, Equatable { var id: Int; var raw: Data }
+        let (_, admin, url) = try pg("CREATE TABLE blob (id integer PRIMARY KEY, raw bytea NOT NULL)")
+        let name = try admin.scalar("SELECT current_database()", .none, as: String.self) ?? ""
+        try admin.executeSimple("ALTER DATABASE \(quoteIdentifier(name)) SET bytea_output = 'escape'")
+        let store = ModelStore(database: try PostgresConnection(url: url))   // a new session picks up the default
+        let written = Blob(id: 1, raw: Data([0x00, 0x01, 0xFF, 0x41, 0x5C]))
+        try store.insert(written)
+        XCTAssertEqual(try store.find(Blob.self, key: 1), written)
+    }
+
+    /// a `Decimal` with more fraction digits than `numeric(p, s)` keeps is rounded by the server
+    /// (1.005 → 1.01) and the insert succeeds; `check` raises nothing. README: "`Decimal` | `numeric(p, s)`, exact
+    /// both ways" and "No value is changed silently". Either refuse the write or report it in `check`.
+    func testDecimalBeyondTheColumnsScaleIsNotRoundedSilently() throws {
+        struct Price: Codable, Equatable { var id: Int; var amount: Decimal }
+        let (store, _, _) = try pg("CREATE TABLE price (id integer PRIMARY KEY, amount numeric(10, 2) NOT NULL)")
+        let written = Price(id: 1, amount: Decimal(string: "1.005")!)
+        do { try store.insert(written) } catch { return }   // refusing would be correct
+        XCTAssertEqual(try store.find(Price.self, key: 1), written, "stored other than written")
+    }
+
+    /// PostgreSQL's own rule, silent through Strata: a `String` longer than `varchar(n)` only by
+    /// trailing spaces is truncated to n characters without an error ("ab     " → "ab "), where any other overlong
+    /// string is refused. README: `String` ↔ `varchar(n)`; "No value is changed silently".
+    func testVarcharTrailingSpacesAreNotTruncatedSilently() throws {
+        struct Code: Codable, Equatable { var id: Int; var code: String }
+        let (store, _, _) = try pg("CREATE TABLE code (id integer PRIMARY KEY, code varchar(3) NOT NULL)")
+        let written = Code(id: 1, code: "ab     ")
+        do { try store.insert(written) } catch { return }
+        XCTAssertEqual(try store.find(Code.self, key: 1), written, "stored other than written")
+    }
+
+    // MARK: Pools
+
+    /// `PostgresPool.read` writes. A body that runs `COMMIT` (or a script with its own BEGIN/COMMIT) ends the
+    /// READ ONLY transaction; the next statement autocommits outside it and the closing `COMMIT` is only a
+    /// warning, so the call returns normally with the row stored. README: `read` — "a write fails `.readOnly`";
+    /// the SQLite pool's read does refuse the same body (its reader is opened read-only).
+    func testAPostgresReadCannotWriteEvenAfterACommitInTheBody() throws {
+        let (_, admin, url) = try pg("CREATE TABLE t (x int)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        _ = try? pool.read { db in
+            try db.execute("COMMIT", .none)
+            try db.execute("INSERT INTO t VALUES (1)", .none)
+        }
+        XCTAssertEqual(try admin.scalar("SELECT count(*) FROM t", .none, as: Int.self), 0, "read wrote")
+    }
+
+    // MARK: Errors where the README promises success
+
+    /// `save` of a value read back from a table keyed by `GENERATED ALWAYS AS IDENTITY` (the form PostgreSQL
+    /// recommends, and the one `PostgresModelTests` uses) always fails with 428C9: the upsert names the key column
+    /// in its INSERT without `OVERRIDING SYSTEM VALUE`. `update` works; `save`/`save(contentsOf:)` cannot. README:
+    /// "`save(v)` updates the row with `v`'s key if it exists … on PostgreSQL one `INSERT … ON CONFLICT`".
+    func testSaveOnAnIdentityAlwaysKeyUpdates() throws {
+        struct Item: Codable, Equatable { var id: Int64?; var name: String }
+        let (store, _, _) = try pg("CREATE TABLE item (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text NOT NULL)")
+        var item = Item(id: nil, name: "a")
+        item.id = try store.insert(item)
+        item.name = "b"
+        try store.save(item)
+        XCTAssertEqual(try store.fetchAll(Item.self), [item])
+    }
+
+    /// A dirty connection handed to the next caller: after one caller's `DISCARD ALL` (or `DEALLOCATE ALL`,
+    /// what PgBouncer-style resets run) the next caller's batch fails at its second element with "prepared statement
+    /// strata_1 does not exist": the connection's cache of prepared names is stale and the failing call is not
+    /// retried (only forgotten for *next* time). README: batches are "each statement prepared once"; a pool lends a
+    /// working session.
+    func testABatchAfterAnotherCallersDiscardAllSucceeds() throws {
+        struct T: Codable, Equatable { var x: Int; var at: Date }
+        let (_, _, url) = try pg("CREATE TABLE t (x int PRIMARY KEY, at timestamptz NOT NULL)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        try pool.write { db in try ModelStore(database: db).insert(contentsOf: (1...3).map { T(x: $0, at: Date(timeIntervalSince1970: 0)) }) }
+        try pool.writeWithoutTransaction { db in try db.execute("DISCARD ALL", .none) }
+        try pool.write { db in try ModelStore(database: db).insert(contentsOf: (4...6).map { T(x: $0, at: Date(timeIntervalSince1970: 0)) }) }
+        XCTAssertEqual(try pool.read { db in try db.scalar("SELECT count(*) FROM t", .none, as: Int.self) }, 6)
+    }
+}
