@@ -335,39 +335,39 @@ public final class ModelStore {
     }
 
     /// The row's values as parameters for their columns (`SQLDialect.parameter`); an error names the property.
-    private func parameters(_ layout: ModelLayout, _ row: EncodedRow) throws -> [DatabaseValue] {
+    private func parameters(_ layout: ModelLayout, _ row: EncodedRow, _ shape: RowShape? = nil) throws -> [DatabaseValue] {
         let dialect = database.dialect
-        return try zip(row.properties, row.values).map { property, value in
-            guard let declared = layout.columns.named(layout.column(for: property))?.declaredType else { return value }
+        let shape = shape ?? RowShape(layout, row.properties)
+        var values = row.values
+        for index in values.indices {
+            guard index < shape.declaredTypes.count, let declared = shape.declaredTypes[index] else { continue }
             do {
-                return try dialect.parameter(value, forColumnOfType: declared)
+                values[index] = try dialect.parameter(values[index], forColumnOfType: declared)
             } catch let error as DatabaseError {
-                throw MappingError(typeName: layout.typeName, property: property, value: "\(value)", message: error.message)
+                throw MappingError(typeName: layout.typeName, property: row.properties[index], value: "\(values[index])",
+                                   message: error.message)
             }
         }
+        return values
     }
 
     /// An insert naming the row's columns except key columns left NULL that the database generates, reading back
-    /// a one-column integer key (`ModelWrites.GeneratedKeys.returning`); `conflict` follows the VALUES.
+    /// a one-column integer key (`ModelWrites.GeneratedKeys.returning`); `conflict` follows the VALUES. In a batch,
+    /// where the columns are and what each needs is worked out once per type, and the SQL once per set of columns.
     private func insertReturningKey(row: EncodedRow, layout: ModelLayout, conflict: String,
                                     statements: StatementCache?) throws -> Int64 {
-        var columns: [String] = [], values: [DatabaseValue] = []
-        for (column, value) in zip(self.columns(layout, row), try parameters(layout, row)) {
-            if value == .null, layout.isPrimaryKey(column), layout.columns.named(column)?.isGenerated == true { continue }
-            columns.append(column)
+        let shape = statements?.shape(for: row.properties) { RowShape(layout, $0) } ?? RowShape(layout, row.properties)
+        let parameters = try self.parameters(layout, row, shape)
+        var kept: [Int] = [], values: [DatabaseValue] = []
+        kept.reserveCapacity(parameters.count)
+        values.reserveCapacity(parameters.count)
+        for (index, value) in parameters.enumerated() where !(value == .null && shape.isGeneratedKey[index]) {
+            kept.append(index)
             values.append(value)
         }
-        let table = quoteIdentifier(layout.table)
-        // A value given for a column the database generates (a key read back, saved again) is the row's, also
-        // where the column is GENERATED ALWAYS.
-        let overriding = columns.contains { layout.columns.named($0)?.isGenerated == true } ? " OVERRIDING SYSTEM VALUE" : ""
-        var sql = columns.isEmpty ? "INSERT INTO \(table) DEFAULT VALUES"
-            : "INSERT INTO \(table) (\(columns.map(quoteIdentifier).joined(separator: ", ")))\(overriding) VALUES ("
-                + columns.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
-        sql += conflict
-        let key = layout.primaryKey.count == 1 ? layout.columns.named(layout.primaryKey[0]) : nil
-        let returnsKey = key?.affinity == .integer
-        if let key, returnsKey { sql += " RETURNING \(quoteIdentifier(key.name))" }
+        let (sql, returnsKey) = statements?.insert(kept: kept, conflict: conflict) {
+            insertSQL(layout, shape, kept, conflict)
+        } ?? insertSQL(layout, shape, kept, conflict)
         guard let statements else {
             guard returnsKey else {
                 try database.execute(sql, .positional(values))
@@ -385,6 +385,23 @@ public final class ModelStore {
         defer { statement.reset() }
         guard try statement.step(), case .integer(let generated) = statement.value(at: 0) else { return 0 }
         return generated
+    }
+
+    /// The INSERT naming the columns at `kept`, and whether it reads a one-column integer key back.
+    private func insertSQL(_ layout: ModelLayout, _ shape: RowShape, _ kept: [Int], _ conflict: String) -> (String, Bool) {
+        let columns = kept.map { shape.columns[$0] }
+        let table = quoteIdentifier(layout.table)
+        // A value given for a column the database generates (a key read back, saved again) is the row's, also
+        // where the column is GENERATED ALWAYS.
+        let overriding = columns.contains { layout.columns.named($0)?.isGenerated == true } ? " OVERRIDING SYSTEM VALUE" : ""
+        var sql = columns.isEmpty ? "INSERT INTO \(table) DEFAULT VALUES"
+            : "INSERT INTO \(table) (\(columns.map(quoteIdentifier).joined(separator: ", ")))\(overriding) VALUES ("
+                + columns.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
+        sql += conflict
+        let key = layout.primaryKey.count == 1 ? layout.columns.named(layout.primaryKey[0]) : nil
+        let returnsKey = key?.affinity == .integer
+        if let key, returnsKey { sql += " RETURNING \(quoteIdentifier(key.name))" }
+        return (sql, returnsKey)
     }
 
     /// Updates the row with the value's key when the key is set and the row exists; inserts otherwise: as one
@@ -534,9 +551,44 @@ public final class ModelStore {
     }
 }
 
-/// The statements a batch compiled, by SQL text, so each runs prepared for every value that needs it.
+/// Where a type's properties are stored: each property's column, its declared type where the dialect may need to
+/// turn the value into another form (`SQLDialect.parameter`), and whether it is a key the database generates.
+struct RowShape {
+    let properties: [String]
+    let columns: [String]
+    let declaredTypes: [String?]
+    let isGeneratedKey: [Bool]
+
+    init(_ layout: ModelLayout, _ properties: [String]) {
+        self.properties = properties
+        columns = properties.map(layout.column(for:))
+        let infos = columns.map { layout.columns.named($0) }
+        declaredTypes = infos.map { $0?.declaredType }
+        isGeneratedKey = zip(columns, infos).map { layout.isPrimaryKey($0) && $1?.isGenerated == true }
+    }
+}
+
+/// The statements a batch compiled, by SQL text, so each runs prepared for every value that needs it; and the
+/// row shape and INSERT text it worked out, so each is worked out once.
 final class StatementCache {
     private var statements: [String: any PreparedStatement] = [:]
+    private var lastShape: RowShape?
+    private var inserts: [String: (String, Bool)] = [:]
+
+    func shape(for properties: [String], make: ([String]) -> RowShape) -> RowShape {
+        if let lastShape, lastShape.properties == properties { return lastShape }
+        let shape = make(properties)
+        lastShape = shape
+        return shape
+    }
+
+    func insert(kept: [Int], conflict: String, make: () -> (String, Bool)) -> (String, Bool) {
+        let key = kept.map(String.init).joined(separator: ",") + "|" + conflict
+        if let known = inserts[key] { return known }
+        let made = make()
+        inserts[key] = made
+        return made
+    }
 
     func statement(_ sql: String, compile: () throws -> any PreparedStatement) throws -> any PreparedStatement {
         if let known = statements[sql] { return known }
