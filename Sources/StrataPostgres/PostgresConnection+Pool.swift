@@ -24,6 +24,14 @@ extension PostgresConnection {
         return poll(&descriptor, 1, 0) == 0
     }
 
+    /// Runs a pool call's body with its transaction guarded (`confirmTransactionKept`): a statement that ends it
+    /// stops the body.
+    func owningTransaction<T>(_ owner: String, _ body: () throws -> T) throws -> T {
+        transactionOwner = owner
+        defer { transactionOwner = nil }
+        return try body()
+    }
+
     /// `statement_timeout` as a SQL literal ("250ms"), between 1 ms and the server's limit (`INT_MAX` ms).
     static func timeoutLiteral(_ duration: Duration) -> String {
         let components = duration.components

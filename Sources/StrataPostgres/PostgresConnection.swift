@@ -30,6 +30,8 @@ public final class PostgresConnection {
     let lockWatch = PostgresLockWatch()
     /// The session holding `transaction="none"` steps' claims (`PostgresStepLocks`), opened on first use.
     var claimSession: PostgresConnection?
+    /// Whose transaction a statement must not end (a pool's `read` or `write`), while its body runs.
+    var transactionOwner: String?
     /// Server-side prepared statements by SQL text (`runPrepared`), forgotten when the session is reset.
     var preparedNames: [String: String] = [:]
     /// Numbers the prepared statements' names.
@@ -100,6 +102,7 @@ public final class PostgresConnection {
     func executeSimple(_ sql: String) throws {
         let result = PostgresResult(PQexec(handle, sql))
         try check(result, sql: sql)
+        try confirmTransactionKept(result, sql: sql)
         changes = result.changes
         // The simple protocol returns only the last result; earlier ones were consumed by libpq.
     }
@@ -110,8 +113,23 @@ public final class PostgresConnection {
             PostgresResult(PQexecParams(handle, sql, count, types, values, lengths, formats, 0))
         }
         try check(result, sql: sql)
+        try confirmTransactionKept(result, sql: sql)
         changes = result.changes
         return result
+    }
+
+    /// Stops a body at the statement that ended the transaction its caller opened for it (a `COMMIT` or `ROLLBACK`
+    /// in a pool's `write`): every statement after it would run on its own, committed at once, and a throw would
+    /// then undo nothing. Nothing after it runs; the error says what became of what ran before.
+    func confirmTransactionKept(_ result: PostgresResult, sql: String) throws {
+        guard let owner = transactionOwner, transactionStatus == PQTRANS_IDLE else { return }
+        transactionOwner = nil
+        let tag = PQcmdStatus(result.handle).map { String(cString: $0) } ?? ""
+        let before = tag == "COMMIT" ? "what ran before it in the call was committed"
+            : tag == "ROLLBACK" ? "what ran before it in the call was rolled back" : "the transaction is over"
+        throw DatabaseError(kind: .misuse, code: nil,
+                            message: "this statement ended \(owner)'s transaction, which the pool commits or rolls back itself: \(before), and nothing after it ran",
+                            sql: sql)
     }
 
     /// Runs a statement that runs again and again (a statement object run a second time: a batch's insert) as a
@@ -144,6 +162,7 @@ public final class PostgresConnection {
             preparedNames[sql] = nil
         }
         try check(result, sql: sql)
+        try confirmTransactionKept(result, sql: sql)
         changes = result.changes
         return result
     }

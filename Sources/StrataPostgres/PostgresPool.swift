@@ -148,10 +148,12 @@ public final class PostgresPool: ConnectionPool {
             try connection.executeSimple("SET default_transaction_read_only = on")
             defer { _ = try? connection.executeSimple("RESET default_transaction_read_only") }
             return try connection.withTransaction(beginning: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" + setTimeout) {
-                try body(connection)
+                try connection.owningTransaction("a pool's read") { try body(connection) }
             }
         case .write:
-            return try connection.withTransaction(beginning: "BEGIN READ WRITE" + setTimeout) { try body(connection) }
+            return try connection.withTransaction(beginning: "BEGIN READ WRITE" + setTimeout) {
+                try connection.owningTransaction("a pool's write") { try body(connection) }
+            }
         case .session:
             return try body(connection)
         }

@@ -72,6 +72,42 @@ final class PostgresModelEdgeTests: XCTestCase {
         XCTAssertEqual(try admin.scalar("SELECT count(*) FROM t", .none, as: Int.self), 0, "read wrote")
     }
 
+    /// A `write` whose body throws leaves no row, even when the body ran its own `ROLLBACK` first: the body is
+    /// stopped at the statement that ended the pool's transaction, so nothing after it runs on its own.
+    func testAPostgresWriteThatThrowsLeavesNoRow() throws {
+        let (_, admin, url) = try pg("CREATE TABLE t (x int)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        let error = assertThrows(DatabaseError.self) {
+            try pool.write { db in
+                try db.execute("INSERT INTO t VALUES (1)", .none)
+                try db.execute("ROLLBACK", .none)
+                try db.execute("INSERT INTO t VALUES (2)", .none)
+                throw CancellationError()
+            }
+        }
+        XCTAssertTrue(error?.message.contains("ended a pool's write's transaction") ?? false, "\(String(describing: error))")
+        XCTAssertTrue(error?.message.contains("was rolled back, and nothing after it ran") ?? false, "\(String(describing: error))")
+        XCTAssertEqual(try admin.scalar("SELECT count(*) FROM t", .none, as: Int.self), 0, "a write that threw left a row")
+    }
+
+    /// A `COMMIT` in a `write` body commits what ran before it (that cannot be taken back) and stops the body there:
+    /// the call fails saying so, and nothing after the COMMIT runs outside a transaction.
+    func testACommitInAPostgresWriteStopsTheBodyAndSaysWhatWasCommitted() throws {
+        let (_, admin, url) = try pg("CREATE TABLE t (x int)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        let error = assertThrows(DatabaseError.self) {
+            try pool.write { db in
+                try db.execute("INSERT INTO t VALUES (1)", .none)
+                try db.execute("COMMIT", .none)
+                try db.execute("INSERT INTO t VALUES (2)", .none)
+            }
+        }
+        XCTAssertTrue(error?.message.contains("was committed, and nothing after it ran") ?? false, "\(String(describing: error))")
+        XCTAssertEqual(try admin.rows("SELECT x FROM t", .none).count, 1)
+        // The connection goes back to the pool fit for the next caller.
+        XCTAssertEqual(try pool.write { db in try db.scalar("SELECT count(*) FROM t", .none, as: Int.self) }, 1)
+    }
+
     // MARK: Errors where the README promises success
 
     /// `save` of a value read back from a table keyed by `GENERATED ALWAYS AS IDENTITY` (the form PostgreSQL
