@@ -25,7 +25,6 @@ public struct PostgresDialect: SQLDialect {
     /// keeps (the server rounds), a string longer than a `varchar(n)` or `char(n)` only by trailing spaces (the
     /// server cuts them).
     public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue {
-        let modifier = Self.typeModifiers(declaredType)
         switch value {
         case .text(let json) where declaredType.hasSuffix("[]") && json.first == "[":
             do {
@@ -34,13 +33,13 @@ public struct PostgresDialect: SQLDialect {
                 throw DatabaseError(kind: .conversion, code: nil, message: "a \(declaredType) column cannot hold \(error)")
             }
         case .text(let text) where declaredType.hasPrefix("numeric("):
-            try Self.checkScale(text, declaredType, modifier)
+            try Self.checkScale(text, declaredType)
         case .real(let real) where declaredType.hasPrefix("numeric("):
-            try Self.checkScale(PostgresParameters.text(of: real), declaredType, modifier)
+            try Self.checkScale(PostgresParameters.text(of: real), declaredType)
         case .integer where declaredType.hasPrefix("numeric("):
             break
         case .text(let text) where declaredType.hasPrefix("character varying(") || declaredType.hasPrefix("character("):
-            if let length = modifier.first, text.unicodeScalars.count > length {
+            if let length = Self.typeModifiers(declaredType).first, text.unicodeScalars.count > length {
                 throw DatabaseError(kind: .conversion, code: nil,
                                     message: "is \(text.unicodeScalars.count) characters, longer than \(declaredType) holds (PostgreSQL would cut trailing spaces without an error)")
             }
@@ -58,7 +57,8 @@ public struct PostgresDialect: SQLDialect {
     }
 
     /// Refuses decimal text with more significant fraction digits than the column's scale.
-    private static func checkScale(_ text: String, _ declaredType: String, _ modifier: [Int]) throws {
+    private static func checkScale(_ text: String, _ declaredType: String) throws {
+        let modifier = typeModifiers(declaredType)
         guard modifier.count == 2 else { return }
         let scale = modifier[1]
         var mantissa = Substring(text)

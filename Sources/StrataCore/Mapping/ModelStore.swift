@@ -242,7 +242,7 @@ public final class ModelStore {
     /// statement: all are inserted, or none.
     public func insert<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
         let layout = try layout(of: S.Element.self)
-        if Self.writesRowByRow(layout, database.dialect) {
+        if writesRowByRow {
             let encoding = RowEncoding(typeName: layout.typeName)
             let statements = StatementCache()
             return try batch(layout, values, encode: { try encoding.encode($0) }) {
@@ -279,7 +279,7 @@ public final class ModelStore {
     /// Inserts many values that are not `Encodable`, via `Mirror`, in one transaction.
     public func insert<S: Sequence>(contentsOf values: S) throws {
         let layout = try layout(of: S.Element.self)
-        if Self.writesRowByRow(layout, database.dialect) {
+        if writesRowByRow {
             let statements = StatementCache()
             return try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) {
                 _ = try insert(row: $0, layout: layout, statements: statements)
@@ -330,8 +330,8 @@ public final class ModelStore {
 
     /// Whether a batch writes one statement per value: where the columns an insert names depend on each value's
     /// key (`ModelWrites.GeneratedKeys.returning`) and values go through `SQLDialect.parameter`.
-    private static func writesRowByRow(_ layout: ModelLayout, _ dialect: any SQLDialect) -> Bool {
-        dialect.modelWrites.generatedKeys == .returning
+    private var writesRowByRow: Bool {
+        database.dialect.modelWrites.generatedKeys == .returning
     }
 
     /// The row's values as parameters for their columns (`SQLDialect.parameter`); an error names the property.
