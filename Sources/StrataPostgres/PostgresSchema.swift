@@ -22,6 +22,18 @@ struct PostgresSchema {
 
     /// SQL true when the object `oid` of `catalog` belongs to an extension: `CREATE EXTENSION` makes it, so it
     /// is not printed on its own.
+    /// SQL text that follows an object's definition with the statement setting how it fires when not the
+    /// default (`D` disabled, `R` replica, `A` always; `O` prints nothing), as `pg_dump` writes it:
+    /// `ALTER <alter> {DISABLE | ENABLE REPLICA | ENABLE ALWAYS} <object>;`, `arguments` filling the `%I`s.
+    private static func enabledState(_ column: String, alter: String, _ object: String, _ arguments: String) -> String {
+        func statement(_ verb: String) -> String {
+            let text = ["ALTER \(alter)", verb, object].filter { !$0.isEmpty }.joined(separator: " ")
+            return "format(E'\\n\(text);', \(arguments))"
+        }
+        return "CASE \(column) WHEN 'D' THEN \(statement("DISABLE")) WHEN 'R' THEN \(statement("ENABLE REPLICA"))"
+            + " WHEN 'A' THEN \(statement("ENABLE ALWAYS")) ELSE '' END"
+    }
+
     private static func notInExtension(_ catalog: String, _ oid: String) -> String {
         """
         NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend x_dep WHERE x_dep.classid = 'pg_catalog.\(catalog)'::pg_catalog.regclass
@@ -223,10 +235,7 @@ struct PostgresSchema {
         let inheritedTrigger = version >= 130_000 ? "t.tgparentid <> 0" : "false"
         sections.append(try lines("""
             SELECT pg_get_triggerdef(t.oid) || ';'
-                   || CASE t.tgenabled WHEN 'D' THEN format(E'\\nALTER TABLE %I.%I DISABLE TRIGGER %I;', n.nspname, c.relname, t.tgname)
-                                       WHEN 'R' THEN format(E'\\nALTER TABLE %I.%I ENABLE REPLICA TRIGGER %I;', n.nspname, c.relname, t.tgname)
-                                       WHEN 'A' THEN format(E'\\nALTER TABLE %I.%I ENABLE ALWAYS TRIGGER %I;', n.nspname, c.relname, t.tgname)
-                                       ELSE '' END
+                   || \(Self.enabledState("t.tgenabled", alter: "TABLE %I.%I", "TRIGGER %I", "n.nspname, c.relname, t.tgname"))
             FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE NOT t.tgisinternal AND NOT \(inheritedTrigger) AND \(Self.userSchemas) AND c.oid <> \(history)
@@ -238,10 +247,7 @@ struct PostgresSchema {
                                THEN ' WHEN TAG IN (' || (SELECT string_agg(quote_literal(tag), ', ' ORDER BY tag COLLATE "C")
                                                           FROM unnest(e.evttags) tag) || ')' ELSE '' END,
                           n.nspname, p.proname)
-                   || CASE e.evtenabled WHEN 'D' THEN format(E'\\nALTER EVENT TRIGGER %I DISABLE;', e.evtname)
-                                        WHEN 'R' THEN format(E'\\nALTER EVENT TRIGGER %I ENABLE REPLICA;', e.evtname)
-                                        WHEN 'A' THEN format(E'\\nALTER EVENT TRIGGER %I ENABLE ALWAYS;', e.evtname)
-                                        ELSE '' END
+                   || \(Self.enabledState("e.evtenabled", alter: "EVENT TRIGGER %I", "", "e.evtname"))
             FROM pg_catalog.pg_event_trigger e JOIN pg_catalog.pg_proc p ON p.oid = e.evtfoid
             JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
             WHERE \(Self.notInExtension("pg_event_trigger", "e.oid"))
@@ -249,10 +255,7 @@ struct PostgresSchema {
         // A view's _RETURN rule is the view itself. pg_get_ruledef's text ends in ';'.
         sections.append(try lines("""
             SELECT pg_get_ruledef(r.oid)
-                   || CASE r.ev_enabled WHEN 'D' THEN format(E'\\nALTER TABLE %I.%I DISABLE RULE %I;', n.nspname, c.relname, r.rulename)
-                                        WHEN 'R' THEN format(E'\\nALTER TABLE %I.%I ENABLE REPLICA RULE %I;', n.nspname, c.relname, r.rulename)
-                                        WHEN 'A' THEN format(E'\\nALTER TABLE %I.%I ENABLE ALWAYS RULE %I;', n.nspname, c.relname, r.rulename)
-                                        ELSE '' END
+                   || \(Self.enabledState("r.ev_enabled", alter: "TABLE %I.%I", "RULE %I", "n.nspname, c.relname, r.rulename"))
             FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE r.rulename <> '_RETURN' AND \(Self.userSchemas) AND c.oid <> \(history)
