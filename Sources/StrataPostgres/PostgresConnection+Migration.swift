@@ -25,8 +25,8 @@ extension PostgresConnection: MigrationDatabase {
     /// history's writes inside `withWriteLock`, so the step's transaction is rolled back.
     func confirmDeployLockHeld() throws {
         let held = try scalar("""
-            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid()
-                           AND granted AND classid = $1::int4::oid AND objid = $2::int4::oid AND objsubid = 2)
+            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks
+                           WHERE \(PostgresLocks.grantedCondition()) AND pid = pg_catalog.pg_backend_pid())
             """, [PostgresLocks.namespace, PostgresLocks.deploy], as: Bool.self) ?? false
         guard held else {
             holdsDeployLock = false
@@ -64,8 +64,7 @@ extension PostgresConnection: MigrationDatabase {
         let rows = try rows("""
             SELECT a.pid, a.application_name, round(extract(epoch FROM now() - a.backend_start))::int8 AS seconds
             FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::int4::oid AND l.objid = $2::int4::oid
-              AND l.objsubid = 2
+            WHERE \(PostgresLocks.grantedCondition("l"))
             """, [PostgresLocks.namespace, PostgresLocks.deploy])
         guard let row = rows.first, let pid: Int64 = try row.get("pid") else { return "" }
         let application: String = (try row.get("application_name", as: String?.self)) ?? ""

@@ -22,6 +22,14 @@ enum PostgresLocks {
         }
         return Int32(bitPattern: (hash & 0x7fff_ffff) | 0x100)
     }
+
+    /// The `pg_locks` condition for a granted lock of Strata's taken with keys `$1` (the namespace) and `$2`: the
+    /// two-key form shows its keys as `classid` and `objid`, with `objsubid` 2. `alias` qualifies the columns.
+    static func grantedCondition(_ alias: String = "") -> String {
+        let column = alias.isEmpty ? "" : alias + "."
+        return "\(column)locktype = 'advisory' AND \(column)granted AND \(column)classid = $1::int4::oid"
+            + " AND \(column)objid = $2::int4::oid AND \(column)objsubid = 2"
+    }
 }
 
 /// `transaction="none"` steps claimed with session-level advisory locks: held by the running deployer's session,
@@ -55,8 +63,8 @@ struct PostgresStepLocks: StepLocking {
         return (try? connection.scalar("""
             SELECT pg_catalog.pg_is_in_recovery()
                 OR EXISTS (SELECT 1 FROM pg_catalog.pg_locks
-                               WHERE locktype = 'advisory' AND granted AND classid = $1::int4::oid AND objid = $2::int4::oid
-                                 AND objsubid = 2 AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
+                               WHERE \(PostgresLocks.grantedCondition())
+                                 AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
             """, [PostgresLocks.namespace, key], as: Bool.self)) ?? true
     }
 }
