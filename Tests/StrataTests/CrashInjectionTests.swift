@@ -113,11 +113,8 @@ final class CrashInjectionTests: XCTestCase {
     /// committed the index as INVALID): once the server notices and ends the statement, the INVALID index is what
     /// is left. `status` shows it, `resolve` refuses until it is dropped, and the next run builds it.
     func testAClientKilledDuringAConcurrentIndexBuildLeavesAnInvalidIndexThatMustBeDroppedBeforeResolve() throws {
-        let project = try Project(self, backend: .postgres, files: ["sql/001_t.sql": "CREATE TABLE t (x int); INSERT INTO t VALUES (1);"])
-        XCTAssertEqual(try project.strataOnBackend(["migrate"]).status, 0)
-        try project.file("manifest.xml", #"<manifest version="1">"# + project.backend.databaseElement(project.root)
-                         + #"<migrations directory="sql"><migration file="002_t_x.sql" transaction="none"/></migrations></manifest>"#)
-        try project.file("sql/002_t_x.sql", "CREATE INDEX CONCURRENTLY t_x ON t (x);")
+        let project = try Project.postgresWithPendingNoneStep(self, first: "CREATE TABLE t (x int); INSERT INTO t VALUES (1);",
+                                                              file: "002_t_x.sql", sql: "CREATE INDEX CONCURRENTLY t_x ON t (x);")
         let db = try PostgresTestDatabase(project.root).connection
         let writer = try PostgresTestDatabase(project.root).connection
         try writer.execute("BEGIN")

@@ -114,11 +114,8 @@ final class PostgresRunnerIsolationTests: XCTestCase {
     /// which lives on a session of its own: while it runs, `status` says `running` (exit 0), not dirty, and `resolve`
     /// refuses; nothing can take it for abandoned and run it again.
     func testANoneStepThatReleasesItsSessionsLocksIsStillKnownToBeRunning() throws {
-        let project = try Project(self, backend: .postgres, files: ["sql/001_t.sql": "CREATE TABLE t (id int);"])
-        XCTAssertEqual(try project.strataOnBackend(["migrate"]).status, 0)
-        try project.file("manifest.xml", #"<manifest version="1">"# + project.backend.databaseElement(project.root)
-                         + #"<migrations directory="sql"><migration file="002_none.sql" transaction="none"/></migrations></manifest>"#)
-        try project.file("sql/002_none.sql", "SELECT pg_advisory_unlock_all();\nSELECT count(*) FROM t;\nINSERT INTO t VALUES (1);")
+        let project = try Project.postgresWithPendingNoneStep(self, first: "CREATE TABLE t (id int);", file: "002_none.sql",
+            sql: "SELECT pg_advisory_unlock_all();\nSELECT count(*) FROM t;\nINSERT INTO t VALUES (1);")
         let blocker = try PostgresTestDatabase(project.root).connection
         try blocker.execute("BEGIN")
         try blocker.execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")

@@ -45,3 +45,22 @@ struct PostgresTestDatabase {
         self.connection = connection
     }
 }
+
+extension Project {
+    /// A PostgreSQL project whose `sql/001_t.sql` (`first`) is migrated, then `file` added to the manifest as a
+    /// `transaction="none"` step, pending: the start of a test that runs a none step against another session.
+    static func postgresWithPendingNoneStep(_ test: XCTestCase, first: String, file: String, sql: String) throws -> Project {
+        let project = try Project(test, backend: .postgres, files: ["sql/001_t.sql": first])
+        let migrate = try project.strataOnBackend(["migrate"])
+        guard migrate.status == 0 else { throw SetupFailure(description: "the first migration failed: \(migrate.stderr)") }
+        try project.file("manifest.xml", #"<manifest version="1">"# + project.backend.databaseElement(project.root)
+                         + #"<migrations directory="sql"><migration file="\#(file)" transaction="none"/></migrations></manifest>"#)
+        try project.file("sql/\(file)", sql)
+        return project
+    }
+
+    /// Fails the test that set the project up.
+    struct SetupFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+}
