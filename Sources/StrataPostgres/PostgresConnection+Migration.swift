@@ -273,7 +273,7 @@ struct PostgresSessionReset: SessionSnapshot {
     func restore() throws {
         if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
         try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; DEALLOCATE ALL")
-        connection.preparedNames.removeAll()
+        connection.prepared.forgetAll()
         try connection.executeSimple(connection.sessionSettings)
     }
 }

@@ -21,7 +21,7 @@ public final class PostgresConnection {
     /// the first schema of `search_path` (`PostgresHistoryLocation`), as resolved on connecting.
     public let historySchema: String
     /// Rows changed by the last statement.
-    public private(set) var changes = 0
+    public internal(set) var changes = 0
     /// Savepoints opened by `withSavepoint`, for unique names.
     var savepointDepth = 0
     /// Whether this session holds the deployers' advisory lock (`withWriteLock`).
@@ -33,9 +33,10 @@ public final class PostgresConnection {
     /// Whose transaction a statement must not end (a pool's `read` or `write`), while its body runs.
     var transactionOwner: String?
     /// Server-side prepared statements by SQL text (`runPrepared`), forgotten when the session is reset.
-    var preparedNames: [String: String] = [:]
-    /// Numbers the prepared statements' names.
-    private var preparedCount = 0
+    var prepared = PostgresPreparedStatements()
+    /// Prepares every statement on its first run, not its second: how the tests run the mapper's conformance suite
+    /// through prepared statements and binary results.
+    var preparesEveryStatement = false
 
     /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
     /// again after each migration. `standard_conforming_strings` is how the splitter reads `'…'` (backslashes are
@@ -103,6 +104,7 @@ public final class PostgresConnection {
         let result = PostgresResult(PQexec(handle, sql))
         try check(result, sql: sql)
         try confirmTransactionKept(result, sql: sql)
+        noteDeallocation(result, sql: sql, severalStatements: true)
         changes = result.changes
         // The simple protocol returns only the last result; earlier ones were consumed by libpq.
     }
@@ -114,6 +116,7 @@ public final class PostgresConnection {
         }
         try check(result, sql: sql)
         try confirmTransactionKept(result, sql: sql)
+        noteDeallocation(result, sql: sql, severalStatements: false)
         changes = result.changes
         return result
     }
@@ -130,41 +133,6 @@ public final class PostgresConnection {
         throw DatabaseError(kind: .misuse, code: nil,
                             message: "this statement ended \(owner)'s transaction, which the pool commits or rolls back itself: \(before), and nothing after it ran",
                             sql: sql)
-    }
-
-    /// Runs a statement that runs again and again (a statement object run a second time: a batch's insert) as a
-    /// server-side prepared statement, parsed and planned once per session for its SQL text, not per row.
-    /// `verify`: a name from an earlier statement object is checked in `pg_prepared_statements` first, since a
-    /// `DISCARD ALL` or `DEALLOCATE ALL` another caller of a pooled connection ran would have dropped it.
-    func runPrepared(_ sql: String, _ parameters: PostgresParameters, verify: Bool) throws -> PostgresResult {
-        let name: String
-        var known = preparedNames[sql]
-        if let cached = known, verify,
-           try scalar("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE name = $1)", [cached], as: Bool.self) != true {
-            known = nil
-        }
-        if let known {
-            name = known
-        } else {
-            preparedCount += 1
-            name = "strata_\(preparedCount)"
-            let prepared = parameters.withPointers { count, types, _, _, _ in
-                PostgresResult(PQprepare(handle, name, sql, count, types))
-            }
-            try check(prepared, sql: sql)
-            preparedNames[sql] = name
-        }
-        let result = parameters.withPointers { count, _, values, lengths, formats in
-            PostgresResult(PQexecPrepared(handle, name, count, values, lengths, formats, 0))
-        }
-        if let state = PQresultErrorField(result.handle, Int32(UInt8(ascii: "C"))), String(cString: state) == "26000" {
-            // Deallocated behind Strata's back (a `DEALLOCATE` it did not run): prepared again next time.
-            preparedNames[sql] = nil
-        }
-        try check(result, sql: sql)
-        try confirmTransactionKept(result, sql: sql)
-        changes = result.changes
-        return result
     }
 
     /// Throws the error a result reports.

@@ -2,31 +2,39 @@ import CLibPQ
 import Foundation
 import StrataCore
 
-/// One statement on a PostgreSQL connection, run with `PQexecParams` the first time (so the server plans it with
-/// the values bound, as psql would) and as a server-side prepared statement when the same object runs again. Rows are read from the whole result, in libpq's text format, and classified
-/// by the column's type: integers, floats and booleans as numbers, `bytea` as bytes, everything else (numeric,
-/// dates, uuid, json) as the server's text.
+/// One statement on a PostgreSQL connection, run with `PQexecParams` the first time its SQL runs on the session (so
+/// the server plans it with the values bound, as psql would) and as a server-side prepared statement from the second
+/// (`PostgresPreparedStatements`). Rows are read from the whole result and classified by the column's type
+/// (`PostgresColumnKind`): integers, floats and booleans as numbers, `bytea` as bytes, arrays as JSON, everything
+/// else (numeric, dates, uuid, json) as the server's text. A prepared statement's result comes in binary when every
+/// column's type has a binary reading, and reads the same (`PostgresBinary`).
 public final class PostgresStatement {
     unowned let connection: PostgresConnection
     public let sql: String
     private var parameters = PostgresParameters()
     /// A bind that failed (text with a NUL byte), reported by the next `run()` or `step()`.
     private var failedBind: DatabaseError?
+    /// Owns the result `cursor` reads.
     private var result: PostgresResult?
-    private var row: Int32 = -1
-    /// Decoded `bytea`, or an array as JSON, of the last such column read, valid until the next read or step
-    /// (`ColumnValue` borrows).
-    private var blobScratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 0)
+    /// The current result and row, read by `column(at:)` and by the row container (`columnSource`).
+    let cursor: UnsafeMutablePointer<PostgresResultCursor>
     private var cachedLayout: RowLayout?
-    /// How many times the statement has run: from the second, it runs as a server-side prepared statement.
+    /// How many times the statement has run: from the second (or the second of its SQL on the session), it runs as a
+    /// server-side prepared statement (`PostgresPreparedStatements`).
     private var executions = 0
 
     init(connection: PostgresConnection, sql: String) {
         self.connection = connection
         self.sql = sql
+        cursor = .allocate(capacity: 1)
+        cursor.initialize(to: PostgresResultCursor())
     }
 
-    deinit { blobScratch.deallocate() }
+    deinit {
+        cursor.pointee.deallocate()
+        cursor.deinitialize(count: 1)
+        cursor.deallocate()
+    }
 
     /// Column names of the result (described by the server when the statement has not run yet).
     public var layout: RowLayout {
@@ -114,59 +122,31 @@ public final class PostgresStatement {
 
     private func execute() throws -> PostgresResult {
         executions += 1
-        return executions > 1 ? try connection.runPrepared(sql, parameters, verify: executions == 2)
-            : try connection.run(sql, parameters)
+        let repeated = connection.prepared.isRepeated(sql)
+        return executions > 1 || repeated || connection.preparesEveryStatement ? try connection.runPrepared(sql, parameters) : try connection.run(sql, parameters)
     }
 
     public func step() throws -> Bool {
         if result == nil {
             try takeBindFailure()
-            result = try execute()
+            let executed = try execute()
+            result = executed
             cachedLayout = nil
-            row = -1
+            try cursor.pointee.start(executed, sql: sql)
         }
-        guard let result else { return false }
-        row += 1
-        return Int(row) < result.rowCount
+        guard result != nil, cursor.pointee.row < cursor.pointee.rowCount else { return false }
+        cursor.pointee.row += 1
+        return cursor.pointee.row < cursor.pointee.rowCount
     }
 
     public func reset() {
+        cursor.pointee.clear()
         result = nil
-        row = -1
     }
 
     /// A column of the current row, classified by the column's type.
     public func column(at index: Int32) -> ColumnValue {
-        guard let handle = result?.handle, row >= 0, row < PQntuples(handle), index >= 0, index < PQnfields(handle),
-              PQgetisnull(handle, row, index) == 0, let start = PQgetvalue(handle, row, index) else { return .null }
-        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self),
-                                        count: Int(PQgetlength(handle, row, index)))
-        switch PQftype(handle, index) {
-        case PostgresType.bool:
-            return .integer(bytes.first == UInt8(ascii: "t") ? 1 : 0)
-        case PostgresType.int2, PostgresType.int4, PostgresType.int8, PostgresType.oid:
-            return PostgresText.integer(bytes).map(ColumnValue.integer) ?? .text(bytes)
-        case PostgresType.float4, PostgresType.float8:
-            return PostgresText.double(bytes).map(ColumnValue.real) ?? .text(bytes)
-        case PostgresType.bytea:
-            guard let decoded = PostgresText.bytea(bytes) else { return .text(bytes) }
-            if blobScratch.count < decoded.count {
-                blobScratch.deallocate()
-                blobScratch = .allocate(capacity: decoded.count)
-            }
-            _ = blobScratch.initialize(from: decoded)
-            return .blob(UnsafeBufferPointer(rebasing: blobScratch[..<decoded.count]))
-        case let type:
-            // An array reads as JSON, the form a Swift array takes in a row on every backend.
-            guard let elements = PostgresArrays.elements(ofArrayType: type),
-                  let json = PostgresArrays.json(fromArrayText: bytes, elements: elements) else { return .text(bytes) }
-            if blobScratch.count < json.count {
-                blobScratch.deallocate()
-                blobScratch = .allocate(capacity: json.count)
-            }
-            _ = blobScratch.initialize(from: json)
-            return .text(UnsafeBufferPointer(rebasing: blobScratch[..<json.count]))
-        }
+        PostgresResultCursor.column(of: cursor, at: index)
     }
 
     public func value(at index: Int32) -> DatabaseValue {
@@ -202,6 +182,17 @@ enum PostgresType {
     static let oid: Oid = 26
     static let float4: Oid = 700
     static let float8: Oid = 701
+    static let name: Oid = 19
+    static let text: Oid = 25
+    static let json: Oid = 114
+    static let bpchar: Oid = 1042
+    static let varchar: Oid = 1043
+    static let date: Oid = 1082
+    static let timestamp: Oid = 1114
+    static let timestamptz: Oid = 1184
+    static let numeric: Oid = 1700
+    static let uuid: Oid = 2950
+    static let jsonb: Oid = 3802
 }
 
 /// Parsers for libpq's text format of the types read as numbers and bytes.

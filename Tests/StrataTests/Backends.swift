@@ -19,6 +19,8 @@ struct TestBackend: Sendable, CustomStringConvertible {
     /// Opens a project's database (an empty one the first time), waiting up to `timeout` for another
     /// connection's lock.
     let open: @Sendable (_ root: URL, _ timeout: Duration) throws -> any MigrationDatabase
+    /// PostgreSQL only: connections prepare every statement on its first run (`postgresPrepared`).
+    var everyStatementPrepared = false
 
     /// The database's message for a table that does not exist, as a failure's message contains it.
     func noSuchTable(_ name: String) -> String {
@@ -31,7 +33,7 @@ struct TestBackend: Sendable, CustomStringConvertible {
     var description: String {
         switch kind {
         case .sqlite: "SQLite"
-        case .postgres: "PostgreSQL"
+        case .postgres: everyStatementPrepared ? "PostgreSQL (every statement prepared, results in binary where they can be)" : "PostgreSQL"
         }
     }
 
@@ -56,10 +58,23 @@ struct TestBackend: Sendable, CustomStringConvertible {
             try PostgresConnection(url: try PostgresServer.shared().url(for: root), lockTimeout: timeout)
         })
 
+    /// PostgreSQL with every statement prepared on its first run, so each read takes the path a session's repeated
+    /// queries take: a prepared statement whose result comes in binary where every column has a binary reading.
+    static let postgresPrepared = TestBackend(
+        kind: .postgres,
+        databaseElement: postgres.databaseElement,
+        location: postgres.location,
+        open: { root, timeout in
+            let connection = try PostgresConnection(url: try PostgresServer.shared().url(for: root), lockTimeout: timeout)
+            connection.preparesEveryStatement = true
+            return connection
+        },
+        everyStatementPrepared: true)
+
     /// Every backend this machine can run, the embedded default first. PostgreSQL runs where the test server
     /// starts (the PostgreSQL test classes say why when it does not).
     static var available: [TestBackend] {
-        (try? PostgresServer.shared()) == nil ? [.sqlite] : [.sqlite, .postgres]
+        (try? PostgresServer.shared()) == nil ? [.sqlite] : [.sqlite, .postgres, .postgresPrepared]
     }
 }
 
@@ -82,7 +97,8 @@ extension TestBackend {
     }
 
     func has(_ capability: Capability) -> Bool {
-        switch (kind, capability) {
+        if everyStatementPrepared { return capability == .models }
+        return switch (kind, capability) {
         case (.sqlite, _), (.postgres, .seeds), (.postgres, .models): true
         case (.postgres, _): false
         }
@@ -94,7 +110,9 @@ extension XCTestCase {
     /// names the backend it happened on, and so does one more failure recorded after any assertion that failed on it.
     func forEachBackend(needing capabilities: TestBackend.Capability..., file: StaticString = #filePath, line: UInt = #line,
                         _ body: (TestBackend) throws -> Void) throws {
-        for backend in TestBackend.available where capabilities.allSatisfy(backend.has) {
+        // The every-statement-prepared PostgreSQL runs the tests of the mapper alone.
+        for backend in TestBackend.available
+        where capabilities.allSatisfy(backend.has) && (!backend.everyStatementPrepared || capabilities.contains(.models)) {
             let failuresBefore = testRun?.totalFailureCount ?? 0
             do {
                 try body(backend)

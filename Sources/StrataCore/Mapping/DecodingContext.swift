@@ -5,7 +5,7 @@ import Foundation
 ///
 /// The coding-key → column lookup is learned once per statement: synthesized `init(from:)` asks for keys in
 /// the same order on every row, so each field costs one comparison against the predicted key instead of a
-/// dictionary lookup. Package-visible and partly inlinable so a backend's container (`RowFieldReading`) runs this
+/// dictionary lookup. Package-visible and partly inlinable so a backend's container (`RowContainer`) runs this
 /// per-field path with its own column read inlined.
 @usableFromInline
 package final class DecodingContext {
@@ -77,7 +77,7 @@ package final class DecodingContext {
         // A backend that supplies its own container reads each column with a direct call; any other goes
         // through the statement protocol.
         let container = (statement as? any RowDecodingStatement)?.rowContainer(context: self, keyedBy: Key.self)
-            ?? KeyedDecodingContainer(RowContainer<Key>(context: self))
+            ?? KeyedDecodingContainer(RowContainer<Key, StatementColumns>(context: self))
         cachedContainer = ContainerHolder(container)
         cachedKeyType = ObjectIdentifier(Key.self)
         return container
