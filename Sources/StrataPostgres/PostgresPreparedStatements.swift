@@ -1,4 +1,5 @@
 import CLibPQ
+import Foundation
 import StrataCore
 
 /// The server-side prepared statements of one session, by SQL text.
@@ -14,6 +15,8 @@ struct PostgresPreparedStatements {
         let parameterTypes: [Oid]
         /// Whether every result column has a binary reading.
         let binaryResult: Bool
+        /// Whether a result column is a date or timestamp, whose binary reading is the text of a UTC, ISO session.
+        let readsDates: Bool
     }
 
     private var entries: [String: Entry] = [:]
@@ -83,7 +86,7 @@ extension PostgresConnection {
     private func executePrepared(_ entry: PostgresPreparedStatements.Entry, _ parameters: PostgresParameters) -> PostgresResult {
         // Binary timestamps and dates are printed as a UTC, ISO session prints them; a session a body set to another
         // zone or style reads them as text, as the server prints them there.
-        let binary: Int32 = entry.binaryResult && sessionPrintsDatesAsStrata ? 1 : 0
+        let binary: Int32 = entry.binaryResult && (!entry.readsDates || sessionPrintsDatesAsStrata) ? 1 : 0
         return parameters.withPointers { count, _, values, lengths, formats in
             PostgresResult(PQexecPrepared(handle, entry.name, count, values, lengths, formats, binary))
         }
@@ -103,7 +106,8 @@ extension PostgresConnection {
         try check(description, sql: sql)
         let columns = description.handle.map { handle in (0..<PQnfields(handle)).map { PQftype(handle, $0) } } ?? []
         let entry = PostgresPreparedStatements.Entry(name: name, parameterTypes: parameters.types,
-                                                     binaryResult: !columns.isEmpty && columns.allSatisfy(PostgresBinary.isReadable))
+                                                     binaryResult: !columns.isEmpty && columns.allSatisfy(PostgresBinary.isReadable),
+                                                     readsDates: columns.contains { [PostgresType.date, PostgresType.timestamp, PostgresType.timestamptz].contains($0) })
         prepared.add(entry, for: sql)
         return entry
     }
@@ -112,7 +116,7 @@ extension PostgresConnection {
     /// its settings to libpq.
     private var sessionPrintsDatesAsStrata: Bool {
         guard let zone = PQparameterStatus(handle, "TimeZone"), let style = PQparameterStatus(handle, "DateStyle") else { return false }
-        return String(cString: zone) == "UTC" && String(cString: style).hasPrefix("ISO")
+        return strcmp(zone, "UTC") == 0 && strncmp(style, "ISO,", 4) == 0
     }
 
     /// "prepared statement … does not exist" (26000), or "cached plan must not change result type" (0A000).

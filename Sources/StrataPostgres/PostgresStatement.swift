@@ -122,8 +122,9 @@ public final class PostgresStatement {
 
     private func execute() throws -> PostgresResult {
         executions += 1
-        let repeated = connection.prepared.isRepeated(sql)
-        return executions > 1 || repeated || connection.preparesEveryStatement ? try connection.runPrepared(sql, parameters) : try connection.run(sql, parameters)
+        // A batch's statement, run again and again, asks the session's list once.
+        let repeated = executions > 1 || connection.preparesEveryStatement || connection.prepared.isRepeated(sql)
+        return repeated ? try connection.runPrepared(sql, parameters) : try connection.run(sql, parameters)
     }
 
     public func step() throws -> Bool {
