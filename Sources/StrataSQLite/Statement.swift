@@ -16,12 +16,18 @@ public final class Statement {
     var isBusy = false
     /// The connection's `transaction`/`savepoint` scopes, told when SQLite rolls their transaction back itself.
     let transactionState: TransactionState?
+    /// What the statement does to transactions (nil for most): checked against the open scopes each time it is
+    /// about to run, since a statement compiled outside a scope (and cached) may run inside one later.
+    let control: TransactionControl?
 
-    init(handle: OpaquePointer, connection: OpaquePointer, sql: String, transactionState: TransactionState? = nil) {
+    init(handle: OpaquePointer, connection: OpaquePointer, sql: String, transactionState: TransactionState? = nil,
+         control: TransactionControl? = nil) {
         self.handle = handle
         self.connection = connection
         self.sql = sql
         self.transactionState = transactionState
+        // `EXPLAIN COMMIT` lists the program of a COMMIT without running it.
+        self.control = sqlite3_stmt_isexplain(handle) == 0 ? control : nil
     }
 
     deinit { sqlite3_finalize(handle) }
@@ -155,6 +161,7 @@ public final class Statement {
     /// Runs the statement once with its current bindings and resets it, keeping the bindings.
     @inline(__always) public func run() throws {
         if failedBind != 0 { throw bindFailure() }
+        if control != nil { try checkControl() }
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE || code == SQLITE_ROW else {
             let failure = error(code)
@@ -162,15 +169,19 @@ public final class Statement {
             transactionState?.check(failure, connection: connection)
             throw failure
         }
+        if let control { transactionState?.ran(control) }
         sqlite3_reset(handle)
     }
 
     /// Advances one row; true while a row is available.
     @inline(__always)
     public func step() throws -> Bool {
+        if control != nil { try checkControl() }
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
+        case SQLITE_DONE:
+            if let control { transactionState?.ran(control) }
+            return false
         case let code:
             let failure = error(code)
             sqlite3_reset(handle)
@@ -249,6 +260,12 @@ public final class Statement {
         default:
             return .null
         }
+    }
+
+    /// Refuses to run a statement that would end a `transaction`/`savepoint` scope open on the connection.
+    private func checkControl() throws {
+        guard let control, let reason = transactionState?.refusal(control) else { return }
+        throw DatabaseError.misuse(reason, sql: sql)
     }
 
     /// The remembered bulk-bind failure, cleared; the statement is reset so the next rows start clean.
