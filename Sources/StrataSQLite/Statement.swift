@@ -62,11 +62,10 @@ public final class Statement {
             // Refused by Strata before SQLite saw it: the error keeps its kind and carries no SQLite code.
             throw DatabaseError(kind: error.kind, code: error.code, message: error.message, sql: sql)
         case .positional(let values):
-            guard values.count == count else {
-                throw DatabaseError.misuse(
-                    "statement expects \(count) argument\(count == 1 ? "" : "s"), got \(values.count)", sql: sql)
-            }
-            for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
+            try bind(positional: values, count: count)
+        case .positionalWithDates(let values, let dates):
+            try bind(positional: StatementArguments.values(values, dates: dates, precision: SQLiteDialect().datePrecision),
+                     count: count)
         case .named(let values):
             var used = Set<String>()
             for index in 1...max(count, 1) where count > 0 {
@@ -87,6 +86,14 @@ public final class Statement {
                     "no parameter named \(unknown.map { ":" + $0 }.joined(separator: ", ")) in the statement", sql: sql)
             }
         }
+    }
+
+    private func bind(positional values: [DatabaseValue], count: Int) throws {
+        guard values.count == count else {
+            throw DatabaseError.misuse(
+                "statement expects \(count) argument\(count == 1 ? "" : "s"), got \(values.count)", sql: sql)
+        }
+        for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
     }
 
     /// Binds one value to a 1-based parameter index.
