@@ -191,6 +191,32 @@ final class PostgresModelEdgeTests: XCTestCase {
         XCTAssertEqual(try pool.write { db in try db.scalar("SELECT count(*) FROM t", .none, as: Int.self) }, 1)
     }
 
+    /// The stop holds when the body swallows the error and goes on: the next statement ran in autocommit mode
+    /// (committed at once, whatever the body did next), and a body that then returned had the call report a commit
+    /// that never happened. Statements after the end of the transaction are refused before they run, and the call
+    /// fails.
+    func testAPostgresWriteThatSwallowsTheStopRunsNothingAfterIt() throws {
+        let (_, admin, url) = try pg("CREATE TABLE t (x int)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        _ = try? pool.write { db in
+            try db.execute("INSERT INTO t VALUES (1)", .none)
+            _ = try? db.execute("ROLLBACK", .none)
+            _ = try? db.execute("INSERT INTO t VALUES (2)", .none)
+            throw CancellationError()
+        }
+        XCTAssertEqual(try admin.scalar("SELECT count(*) FROM t", .none, as: Int.self), 0, "a write that threw left a row")
+        let error = assertThrows(DatabaseError.self) {
+            try pool.write { db in
+                try db.execute("INSERT INTO t VALUES (3)", .none)
+                _ = try? db.execute("COMMIT", .none)
+                _ = try? db.execute("INSERT INTO t VALUES (4)", .none)
+            }
+        }
+        XCTAssertNotNil(error, "the call reported success")
+        XCTAssertEqual(try admin.rows("SELECT x FROM t", .none).map { $0[0] }, [.integer(3)], "the COMMIT kept 3; 4 never ran")
+        XCTAssertEqual(try pool.write { db in try db.scalar("SELECT count(*) FROM t", .none, as: Int.self) }, 1)
+    }
+
     // MARK: Errors where the README promises success
 
     /// `save` of a value read back from a table keyed by `GENERATED ALWAYS AS IDENTITY` (the form PostgreSQL
