@@ -32,20 +32,23 @@ extension PostgresConnection: DatabaseConnection {
     /// PostgreSQL has no rowid: keys a table generates are read with `RETURNING`.
     public var lastInsertRowID: Int64 { 0 }
 
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. A statement in the body
+    /// that ends the transaction itself (`COMMIT`, `ROLLBACK`) stops the body there: it fails saying what became of
+    /// what ran before, no statement runs after it, and the call fails.
     public func withTransaction<T>(_ body: () throws -> T) throws -> T {
-        try withTransaction(beginning: "BEGIN", body)
+        try withTransaction(beginning: "BEGIN", owner: "withTransaction", body)
     }
 
     /// `withTransaction` opened by `begin`: `BEGIN` with its modes, and any `SET LOCAL` after it, sent as one
-    /// round trip.
-    func withTransaction<T>(beginning begin: String, _ body: () throws -> T) throws -> T {
+    /// round trip. `owner` names the call in the error when the body ends the transaction.
+    func withTransaction<T>(beginning begin: String, owner: String, _ body: () throws -> T) throws -> T {
         guard !isInTransaction else {
             throw DatabaseError(kind: .misuse, code: nil, message: "a transaction is already open; use withSavepoint to nest")
         }
         try executeSimple(begin)
         let value: T
         do {
-            value = try body()
+            value = try owningTransaction(owner, body)
         } catch {
             try? executeSimple("ROLLBACK")
             throw error
@@ -57,6 +60,12 @@ extension PostgresConnection: DatabaseConnection {
     /// Commits, refusing to report success for a transaction PostgreSQL has already failed: `COMMIT` of a failed
     /// transaction block rolls it back and succeeds, which would turn an error a caller swallowed into lost work.
     func commit() throws {
+        if transactionStatus == PQTRANS_IDLE {
+            // `COMMIT` outside a transaction only warns: the call would report work the body's own ROLLBACK undid.
+            throw DatabaseError(kind: .misuse, code: nil,
+                                message: "the body ended the transaction itself (its own COMMIT or ROLLBACK) and returned: nothing was committed when it returned, and no statement of it ran after that one",
+                                sql: "COMMIT TRANSACTION")
+        }
         if transactionStatus == PQTRANS_INERROR {
             try? executeSimple("ROLLBACK")
             throw DatabaseError(kind: .misuse, code: nil,
@@ -78,6 +87,9 @@ extension PostgresConnection: DatabaseConnection {
         }
     }
 
+    /// Runs `body` inside a savepoint (a transaction when none is open): released when it returns, rolled back to
+    /// when it throws. A statement in the body that ends the transaction around it is stopped as in
+    /// `withTransaction`.
     public func withSavepoint<T>(_ body: () throws -> T) throws -> T {
         guard isInTransaction else { return try withTransaction(body) }
         savepointDepth += 1
@@ -85,7 +97,7 @@ extension PostgresConnection: DatabaseConnection {
         let name = "strata_savepoint_\(savepointDepth)"
         try executeSimple("SAVEPOINT \(name)")
         do {
-            let value = try body()
+            let value = try owningTransaction("withSavepoint", body)
             try executeSimple("RELEASE SAVEPOINT \(name)")
             return value
         } catch {

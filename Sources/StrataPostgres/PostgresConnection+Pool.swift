@@ -24,11 +24,13 @@ extension PostgresConnection {
         return poll(&descriptor, 1, 0) == 0
     }
 
-    /// Runs a pool call's body with its transaction guarded (`confirmTransactionKept`): a statement that ends it
-    /// stops the body.
+    /// Runs the body of a call that opened a transaction with the transaction guarded: the statement that ends it
+    /// stops the body (`confirmTransactionKept`), and none runs after it (`confirmTransactionOpen`). A body inside
+    /// another's (a savepoint's in a pool's write) keeps the outer owner, whose transaction it is.
     func owningTransaction<T>(_ owner: String, _ body: () throws -> T) throws -> T {
-        transactionOwner = owner
-        defer { transactionOwner = nil }
+        let previous = transactionOwner
+        transactionOwner = previous ?? owner
+        defer { transactionOwner = previous }
         return try body()
     }
 

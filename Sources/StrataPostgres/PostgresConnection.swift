@@ -30,7 +30,8 @@ public final class PostgresConnection {
     let lockWatch = PostgresLockWatch()
     /// The session holding `transaction="none"` steps' claims (`PostgresStepLocks`), opened on first use.
     var claimSession: PostgresConnection?
-    /// Whose transaction a statement must not end (a pool's `read` or `write`), while its body runs.
+    /// Whose transaction a statement must not end (`withTransaction`, a pool's `read` or `write`), while its body
+    /// runs: the call that opened it, which commits or rolls it back itself.
     var transactionOwner: String?
     /// Server-side prepared statements by SQL text (`runPrepared`), forgotten when the session is reset.
     var prepared = PostgresPreparedStatements()
@@ -101,6 +102,7 @@ public final class PostgresConnection {
 
     /// Runs SQL text that may hold several statements, without parameters (the simple query protocol).
     func executeSimple(_ sql: String) throws {
+        try confirmTransactionOpen(sql: sql)
         let result = PostgresResult(PQexec(handle, sql))
         try check(result, sql: sql)
         try confirmTransactionKept(result, sql: sql)
@@ -111,6 +113,7 @@ public final class PostgresConnection {
 
     /// Runs one statement with parameters and returns its result.
     func run(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
+        try confirmTransactionOpen(sql: sql)
         let result = parameters.withPointers { count, types, values, lengths, formats in
             PostgresResult(PQexecParams(handle, sql, count, types, values, lengths, formats, 0))
         }
@@ -122,16 +125,25 @@ public final class PostgresConnection {
     }
 
     /// Stops a body at the statement that ended the transaction its caller opened for it (a `COMMIT` or `ROLLBACK`
-    /// in a pool's `write`): every statement after it would run on its own, committed at once, and a throw would
-    /// then undo nothing. Nothing after it runs; the error says what became of what ran before.
+    /// in a pool's `write` or a `withTransaction` body): every statement after it would run on its own, committed
+    /// at once, and a throw would then undo nothing. PostgreSQL tells only once the statement ran; the error says
+    /// what became of what ran before, and the owner stays set so nothing after it runs (`confirmTransactionOpen`).
     func confirmTransactionKept(_ result: PostgresResult, sql: String) throws {
         guard let owner = transactionOwner, transactionStatus == PQTRANS_IDLE else { return }
-        transactionOwner = nil
         let tag = PQcmdStatus(result.handle).map { String(cString: $0) } ?? ""
         let before = tag == "COMMIT" ? "what ran before it in the call was committed"
             : tag == "ROLLBACK" ? "what ran before it in the call was rolled back" : "the transaction is over"
         throw DatabaseError(kind: .misuse, code: nil,
-                            message: "this statement ended \(owner)'s transaction, which the pool commits or rolls back itself: \(before), and nothing after it ran",
+                            message: "this statement ended \(owner)'s transaction, which Strata commits or rolls back itself when the body returns or throws: \(before), and nothing after it ran",
+                            sql: sql)
+    }
+
+    /// Refuses to run a statement of a body whose transaction a statement before it ended (an error the body
+    /// caught and went on from): it would run on its own, committed at once.
+    func confirmTransactionOpen(sql: String) throws {
+        guard let owner = transactionOwner, transactionStatus == PQTRANS_IDLE else { return }
+        throw DatabaseError(kind: .misuse, code: nil,
+                            message: "\(owner)'s transaction was ended by an earlier statement of the body (its own COMMIT or ROLLBACK), so this one would run outside it, committed at once; it did not run",
                             sql: sql)
     }
 

@@ -20,6 +20,10 @@ public struct PostgresDialect: SQLDialect {
     /// `numeric` is exact: a `Decimal` reads and writes it digit for digit (as text, never through a `Double`).
     public var numericIsExact: Bool { true }
 
+    /// `timestamp` and `timestamptz` keep microseconds: a `Date` is written to the nearest one, so a value read
+    /// (a key `now()` wrote, say) is written back as the same instant and `save`, `update` and `delete` find its row.
+    public var datePrecision: DatePrecision { .microseconds }
+
     /// A Swift array (JSON text) into an array column goes as PostgreSQL's array text (`PostgresArrays`).
     /// A value the column would change without an error is refused: more fraction digits than a `numeric(p, s)`
     /// keeps (the server rounds), a string longer than a `varchar(n)` or `char(n)` only by trailing spaces (the

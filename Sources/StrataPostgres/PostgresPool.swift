@@ -16,6 +16,8 @@ import StrataCore
 ///   database or role sets another), committed when the body returns and rolled back when it throws;
 ///   `withSavepoint` nests inside it. `writeWithoutTransaction` hands over the session as it is, and
 ///   `withTransaction` works there as on any connection.
+/// - A `read` or `write` body that ends the transaction itself (`COMMIT`, `ROLLBACK`) is stopped at that statement,
+///   no statement of it runs afterwards, and the call fails saying what became of what ran before.
 /// - A call waits at most `checkoutTimeout` for a free connection, then fails with `.busy` naming the pool's size
 ///   and the wait.
 /// - A connection that breaks (a server restart, a terminated backend) costs the call using it an error, and is
@@ -147,12 +149,11 @@ public final class PostgresPool: ConnectionPool {
             // (a COMMIT in a script) still cannot write. Put back before the connection is lent again.
             try connection.executeSimple("SET default_transaction_read_only = on")
             defer { _ = try? connection.executeSimple("RESET default_transaction_read_only") }
-            return try connection.withTransaction(beginning: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" + setTimeout) {
-                try connection.owningTransaction("a pool's read") { try body(connection) }
-            }
+            return try connection.withTransaction(beginning: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" + setTimeout,
+                                                  owner: "a pool's read") { try body(connection) }
         case .write:
-            return try connection.withTransaction(beginning: "BEGIN READ WRITE" + setTimeout) {
-                try connection.owningTransaction("a pool's write") { try body(connection) }
+            return try connection.withTransaction(beginning: "BEGIN READ WRITE" + setTimeout, owner: "a pool's write") {
+                try body(connection)
             }
         case .session:
             return try body(connection)

@@ -68,6 +68,7 @@ extension PostgresConnection {
     /// statement is prepared and run again at once; inside one the error stands, since the server has aborted that
     /// transaction.
     func runPrepared(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
+        try confirmTransactionOpen(sql: sql)
         guard let entry = try preparedEntry(sql, parameters) else { return try run(sql, parameters) }
         var result = executePrepared(entry, parameters)
         if Self.isStalePreparedStatement(result) {

@@ -65,6 +65,9 @@ public final class PostgresStatement {
         switch arguments {
         case .positional(let values):
             parameters = try PostgresParameters(values, sql: sql)
+        case .positionalWithDates(let values, let dates):
+            parameters = try PostgresParameters(StatementArguments.values(values, dates: dates, precision: PostgresDialect().datePrecision),
+                                                sql: sql)
         case .named:
             throw DatabaseError(kind: .misuse, code: nil,
                                 message: "named arguments are SQLite's; PostgreSQL statements take $1, $2, … with positional arguments",

@@ -37,18 +37,54 @@ struct ScriptRules: Sendable {
     }
 }
 
-/// The rules of one `withAuthorizer` call.
-private final class AuthorizerState {
-    let rules: ScriptRules
+/// The authorizer of one connection, installed when it opens and kept until it closes. It does two things at
+/// compile time: it enforces the `ScriptRules` of a `withAuthorizer` call, and it notes which statements begin or
+/// end a transaction or savepoint (`TransactionControl`), so a `transaction`/`savepoint` scope can refuse one its
+/// body runs. SQLite names these however the SQL spells them, so no lexical trick walks around either.
+final class ConnectionAuthorizer {
     let connection: OpaquePointer
+    /// The rules of the innermost `withAuthorizer` call, or nil outside one (everything is allowed).
+    var rules: ScriptRules?
+    /// What the statement compiled last does to transactions, if anything; read right after `sqlite3_prepare`.
+    var control: TransactionControl?
 
-    init(_ rules: ScriptRules, connection: OpaquePointer) {
-        self.rules = rules
+    init(connection: OpaquePointer) {
         self.connection = connection
     }
 
-    /// The reason to refuse an action, or nil to allow it. Arguments are those of `sqlite3_set_authorizer`.
+    /// Installs the authorizer on the connection. Installing (again) also makes SQLite compile every prepared
+    /// statement anew before it next runs, so statements cached before then are checked under the current rules.
+    func install() {
+        sqlite3_set_authorizer(connection, { context, action, first, second, database, _ in
+            guard let context else { return SQLITE_OK }
+            let state = Unmanaged<ConnectionAuthorizer>.fromOpaque(context).takeUnretainedValue()
+            // Reads and selects are the bulk of the calls and never refused: decide them without making strings.
+            if action == SQLITE_READ || action == SQLITE_SELECT || action == SQLITE_FUNCTION { return SQLITE_OK }
+            if action == SQLITE_TRANSACTION || action == SQLITE_SAVEPOINT {
+                state.control = TransactionControl(action: action, operation: first.map { String(cString: $0) },
+                                                   name: second.map { String(cString: $0) })
+            }
+            guard state.rules != nil else { return SQLITE_OK }
+            guard let reason = state.decide(action, first.map { String(cString: $0) }, second.map { String(cString: $0) },
+                                            database.map { String(cString: $0) }) else { return SQLITE_OK }
+            Denials.shared[state.connection] = reason
+            return SQLITE_DENY
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Compiles a statement with `prepare` and returns SQLite's code with what the statement does to transactions.
+    func classifying(_ prepare: () -> Int32) -> (code: Int32, control: TransactionControl?) {
+        control = nil
+        let code = prepare()
+        let found = control
+        control = nil
+        return (code, found)
+    }
+
+    /// The reason to refuse an action under `rules`, or nil to allow it. Arguments are those of
+    /// `sqlite3_set_authorizer`.
     func decide(_ action: Int32, _ first: String?, _ second: String?, _ database: String?) -> String? {
+        guard let rules else { return nil }
         switch action {
         case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE, SQLITE_DROP_TABLE:
             return protectedMessage(first, in: database, verb: action == SQLITE_DROP_TABLE ? "drops" : "writes to")
@@ -82,13 +118,13 @@ private final class AuthorizerState {
     /// Strata's history: in `main`, or in a schema attached from the same file (an alias of the same table). A nil
     /// schema means wherever the name is. Other files' tables (VACUUM's scratch copy among them) are not Strata's.
     private func protectedMessage(_ table: String?, in schema: String?, verb: String) -> String? {
-        guard let table, rules.protectedTables.contains(table.lowercased()) else { return nil }
+        guard let table, let rules, rules.protectedTables.contains(table.lowercased()) else { return nil }
         if let schema, schema.lowercased() != "main", !isMainFile(schema) { return nil }
         return HistoryRecord.refusal(verb: verb, table: table)
     }
 }
 
-extension AuthorizerState {
+extension ConnectionAuthorizer {
     /// Whether an attached schema is the main database's own file under another name.
     fileprivate func isMainFile(_ schema: String) -> Bool {
         guard let main = sqlite3_db_filename(connection, "main"), let other = sqlite3_db_filename(connection, schema)
@@ -124,22 +160,14 @@ extension Database {
     /// Runs `body` with SQLite's authorizer enforcing `rules` on every statement prepared meanwhile. A refused
     /// statement throws `DatabaseError` with `SQLITE_AUTH` and the reason as its message.
     func withAuthorizer<T>(_ rules: ScriptRules, _ body: () throws -> T) throws -> T {
-        let state = AuthorizerState(rules, connection: handle)
-        let context = Unmanaged.passUnretained(state).toOpaque()
-        sqlite3_set_authorizer(handle, { context, action, first, second, database, _ in
-            guard let context else { return SQLITE_OK }
-            let state = Unmanaged<AuthorizerState>.fromOpaque(context).takeUnretainedValue()
-            // Reads and selects are the bulk of the calls and never refused: decide them without making strings.
-            if action == SQLITE_READ || action == SQLITE_SELECT || action == SQLITE_FUNCTION { return SQLITE_OK }
-            guard let reason = state.decide(action, first.map { String(cString: $0) }, second.map { String(cString: $0) },
-                                            database.map { String(cString: $0) }) else { return SQLITE_OK }
-            Denials.shared[state.connection] = reason
-            return SQLITE_DENY
-        }, context)
+        let previous = authorizer.rules
+        authorizer.rules = rules
+        // Installed again so that statements compiled before these rules applied are compiled (and judged) anew.
+        authorizer.install()
         defer {
-            sqlite3_set_authorizer(handle, nil, nil)
+            authorizer.rules = previous
             Denials.shared[handle] = nil
         }
-        return try withExtendedLifetime(state) { try body() }
+        return try body()
     }
 }

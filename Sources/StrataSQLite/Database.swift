@@ -44,6 +44,8 @@ public final class Database {
     private var statementCache: [String: Statement] = [:]
     var savepointDepth = 0
     let transactionState = TransactionState()
+    /// Installed for the connection's whole life: `ScriptRules` and the transaction statements scopes check.
+    let authorizer: ConnectionAuthorizer
     private(set) var isClosed = false
 
     /// Opens (and for writable files, creates) the database at `path`.
@@ -78,6 +80,8 @@ public final class Database {
         handle = connection
         self.location = location
         self.configuration = configuration
+        authorizer = ConnectionAuthorizer(connection: connection)
+        authorizer.install()
         sqlite3_extended_result_codes(connection, 1)
         let components = configuration.busyTimeout.components
         let milliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
@@ -120,6 +124,9 @@ public final class Database {
         guard !isClosed else { return }
         isClosed = true
         statementCache.removeAll()
+        // A statement the caller still holds keeps the connection alive after this (a zombie), and SQLite may
+        // compile it again: its authorizer must not outlive this object.
+        sqlite3_set_authorizer(handle, nil, nil)
         sqlite3_close_v2(handle)
     }
 
@@ -167,8 +174,12 @@ public final class Database {
         var statement: OpaquePointer?
         var tail: UnsafePointer<CChar>?
         var hasTrailingStatement = false
+        var control: TransactionControl?
         let code = sql.withCString { start -> Int32 in
-            let code = sqlite3_prepare_v3(handle, start, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, &tail)
+            let (code, found) = authorizer.classifying {
+                sqlite3_prepare_v3(handle, start, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, &tail)
+            }
+            control = found
             if code == SQLITE_OK, let tail, tail.pointee != 0 {
                 hasTrailingStatement = Self.containsStatement(tail, connection: handle)
             }
@@ -184,7 +195,8 @@ public final class Database {
             sqlite3_finalize(statement)
             throw DatabaseError.misuse("more than one statement; run several with executeScript(_:)", sql: sql)
         }
-        return Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState)
+        return Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState,
+                         control: control)
     }
 
     private static func containsStatement(_ text: UnsafePointer<CChar>, connection: OpaquePointer) -> Bool {

@@ -60,7 +60,8 @@ public final class DatabasePool: ConnectionPool {
     // MARK: Reading
 
     /// Runs `body` on a reader, in a transaction that sees one snapshot, blocking the caller until it is done.
-    /// Calling `read` again from inside `body` is an error, not a deadlock.
+    /// Calling `read` again from inside `body` is an error, not a deadlock; so is a statement that would end the
+    /// transaction (`COMMIT`, `ROLLBACK`), refused before it runs as in `Database.transaction`.
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
         try reentrancy.run { try read(try readers.acquire(), body) }
     }
@@ -106,7 +107,8 @@ public final class DatabasePool: ConnectionPool {
     // MARK: Writing
 
     /// Runs `body` in an `IMMEDIATE` transaction on the writer, blocking the caller until it is done: committed
-    /// when it returns, rolled back when it throws. Writes run one at a time; reads go on meanwhile.
+    /// when it returns, rolled back when it throws. Writes run one at a time; reads go on meanwhile. A statement
+    /// in the body that would end the transaction itself is refused before it runs, as in `Database.transaction`.
     public func write<T>(_ body: (Database) throws -> T) throws -> T {
         try writer.transaction(.immediate, body)
     }

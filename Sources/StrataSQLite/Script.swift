@@ -108,11 +108,13 @@ extension Database {
                 }
                 var statement: OpaquePointer?
                 var tailOffset = range.upperBound
-                let code = buffer.withBytes(from: offset) { pointer in
-                    var tail: UnsafePointer<CChar>?
-                    let code = sqlite3_prepare_v2(handle, pointer, Int32(range.upperBound - offset), &statement, &tail)
-                    if let tail { tailOffset = offset + pointer.distance(to: tail) }
-                    return code
+                let (code, control) = authorizer.classifying {
+                    buffer.withBytes(from: offset) { pointer in
+                        var tail: UnsafePointer<CChar>?
+                        let code = sqlite3_prepare_v2(handle, pointer, Int32(range.upperBound - offset), &statement, &tail)
+                        if let tail { tailOffset = offset + pointer.distance(to: tail) }
+                        return code
+                    }
                 }
                 guard code == SQLITE_OK else {
                     sqlite3_finalize(statement)
@@ -139,7 +141,8 @@ extension Database {
                         message: "the statement has a parameter (\(name)) but a script binds no values, so SQLite would use NULL; write the value itself",
                         sql: sql).at(line: position.line, column: position.column)
                 }
-                try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState), at: position, beforeEach)
+                try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState,
+                                                 control: control), at: position, beforeEach)
                 afterEach?()
                 position.advance(over: buffer, from: offset, to: tailOffset)
                 offset = tailOffset

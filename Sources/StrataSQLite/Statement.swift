@@ -16,12 +16,18 @@ public final class Statement {
     var isBusy = false
     /// The connection's `transaction`/`savepoint` scopes, told when SQLite rolls their transaction back itself.
     let transactionState: TransactionState?
+    /// What the statement does to transactions (nil for most): checked against the open scopes each time it is
+    /// about to run, since a statement compiled outside a scope (and cached) may run inside one later.
+    let control: TransactionControl?
 
-    init(handle: OpaquePointer, connection: OpaquePointer, sql: String, transactionState: TransactionState? = nil) {
+    init(handle: OpaquePointer, connection: OpaquePointer, sql: String, transactionState: TransactionState? = nil,
+         control: TransactionControl? = nil) {
         self.handle = handle
         self.connection = connection
         self.sql = sql
         self.transactionState = transactionState
+        // `EXPLAIN COMMIT` lists the program of a COMMIT without running it.
+        self.control = sqlite3_stmt_isexplain(handle) == 0 ? control : nil
     }
 
     deinit { sqlite3_finalize(handle) }
@@ -56,11 +62,10 @@ public final class Statement {
             // Refused by Strata before SQLite saw it: the error keeps its kind and carries no SQLite code.
             throw DatabaseError(kind: error.kind, code: error.code, message: error.message, sql: sql)
         case .positional(let values):
-            guard values.count == count else {
-                throw DatabaseError.misuse(
-                    "statement expects \(count) argument\(count == 1 ? "" : "s"), got \(values.count)", sql: sql)
-            }
-            for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
+            try bind(positional: values, count: count)
+        case .positionalWithDates(let values, let dates):
+            try bind(positional: StatementArguments.values(values, dates: dates, precision: SQLiteDialect().datePrecision),
+                     count: count)
         case .named(let values):
             var used = Set<String>()
             for index in 1...max(count, 1) where count > 0 {
@@ -81,6 +86,14 @@ public final class Statement {
                     "no parameter named \(unknown.map { ":" + $0 }.joined(separator: ", ")) in the statement", sql: sql)
             }
         }
+    }
+
+    private func bind(positional values: [DatabaseValue], count: Int) throws {
+        guard values.count == count else {
+            throw DatabaseError.misuse(
+                "statement expects \(count) argument\(count == 1 ? "" : "s"), got \(values.count)", sql: sql)
+        }
+        for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
     }
 
     /// Binds one value to a 1-based parameter index.
@@ -155,6 +168,7 @@ public final class Statement {
     /// Runs the statement once with its current bindings and resets it, keeping the bindings.
     @inline(__always) public func run() throws {
         if failedBind != 0 { throw bindFailure() }
+        if control != nil { try checkControl() }
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE || code == SQLITE_ROW else {
             let failure = error(code)
@@ -162,15 +176,19 @@ public final class Statement {
             transactionState?.check(failure, connection: connection)
             throw failure
         }
+        if let control { transactionState?.ran(control) }
         sqlite3_reset(handle)
     }
 
     /// Advances one row; true while a row is available.
     @inline(__always)
     public func step() throws -> Bool {
+        if control != nil { try checkControl() }
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
+        case SQLITE_DONE:
+            if let control { transactionState?.ran(control) }
+            return false
         case let code:
             let failure = error(code)
             sqlite3_reset(handle)
@@ -249,6 +267,12 @@ public final class Statement {
         default:
             return .null
         }
+    }
+
+    /// Refuses to run a statement that would end a `transaction`/`savepoint` scope open on the connection.
+    private func checkControl() throws {
+        guard let control, let reason = transactionState?.refusal(control) else { return }
+        throw DatabaseError.misuse(reason, sql: sql)
     }
 
     /// The remembered bulk-bind failure, cleared; the statement is reset so the next rows start clean.

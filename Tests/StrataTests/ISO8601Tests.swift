@@ -34,6 +34,32 @@ final class ISO8601Tests: XCTestCase {
         }
     }
 
+    /// PostgreSQL's precision: a date is written to the nearest microsecond, worked out from the date's own
+    /// value (a carry into the next second included), and a date parsed from a microsecond value is written back as
+    /// that value, which is what reading a row and saving it again does. Milliseconds stay `format(_:)`'s.
+    func testMicrosecondsRoundToTheNearestAndComeBackAsRead() {
+        func micro(_ interval: TimeInterval) -> String { ISO8601.format(Date(timeIntervalSince1970: interval), precision: .microseconds) }
+        XCTAssertEqual(micro(1_700_000_000.1234562), "2023-11-14T22:13:20.123456Z")
+        XCTAssertEqual(micro(1_700_000_000.1234568), "2023-11-14T22:13:20.123457Z")
+        XCTAssertEqual(micro(1_700_000_000.9999997), "2023-11-14T22:13:21Z")
+        XCTAssertEqual(micro(-0.2500004), "1969-12-31T23:59:59.750Z")
+        XCTAssertEqual(micro(253_402_300_800.5), "10000-01-01T00:00:00.500000Z", "a year past 9999 keeps its fraction")
+        for interval in [1e300, -1e300, Double.infinity, Double.nan] { XCTAssertFalse(micro(interval).isEmpty) }
+        let date = Date(timeIntervalSince1970: 1_700_000_000.1234568)
+        XCTAssertEqual(ISO8601.format(date, precision: .milliseconds), ISO8601.format(date))
+        XCTAssertEqual(ISO8601.format(date), "2023-11-14T22:13:20.123Z")
+        var changed: [String] = []
+        for base in ["2024-02-29T23:59:59", "2099-12-31T23:59:59", "1901-01-01T00:00:00"] {
+            for micros in stride(from: 0, to: 1_000_000, by: 13) {
+                let digits = String(micros)
+                let text = base + "." + String(repeating: "0", count: 6 - digits.count) + digits + "Z"
+                guard let read = ISO8601.parse(text) else { return XCTFail(text) }
+                if ISO8601.microsecondInstant(of: read).nanoseconds != Int32(micros * 1000) { changed.append(text) }
+            }
+        }
+        XCTAssertEqual(changed, [], "written back as another microsecond than read")
+    }
+
     func testExtremeValuesAreRefusedNeverTrapped() {
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
         defer { buffer.deallocate() }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How one database spells SQL, for the code that writes or checks SQL without a connection: placeholders,
 /// limits, how declared types classify values, and the rules a migration file is checked against before it runs.
 ///
@@ -27,6 +29,10 @@ public protocol SQLDialect: Sendable {
     /// Whether a column of numeric affinity keeps decimal values exactly (PostgreSQL's `numeric`), so a `Decimal`
     /// may live there; SQLite's NUMERIC affinity turns decimal text into an approximate REAL.
     var numericIsExact: Bool { get }
+    /// How finely a `Date` is written as a parameter: SQLite stores ISO-8601 text to the millisecond (the
+    /// default); PostgreSQL's timestamps keep microseconds, so a date read from one is written back as the same
+    /// instant. Every way a date reaches a statement (arguments, `SQL` interpolation, `ModelStore`) goes by it.
+    var datePrecision: DatePrecision { get }
     /// A value as the mapper encodes it, as the parameter for a column declared `declaredType`, where the database
     /// takes it in another form (PostgreSQL: a Swift array, JSON text, into an array column). Throws a
     /// `.conversion` error saying why it cannot.
@@ -39,11 +45,31 @@ extension SQLDialect {
 
     public var numericIsExact: Bool { false }
 
+    public var datePrecision: DatePrecision { .milliseconds }
+
     /// Every value goes as the mapper encodes it.
     public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue { value }
 
     /// SQLite's: a key left NULL is generated and read back as the last rowid; `save` updates, then inserts.
     public var modelWrites: ModelWrites { ModelWrites(generatedKeys: .lastRowID, save: .updateThenInsert) }
+}
+
+/// How finely a database is sent a `Date` (`SQLDialect.datePrecision`): as UTC ISO-8601 text, rounded to the
+/// nearest millisecond or microsecond.
+public enum DatePrecision: Sendable, Equatable {
+    /// `2024-05-01T09:30:00.123Z`: SQLite's stored form.
+    case milliseconds
+    /// `2024-05-01T09:30:00.123457Z`: PostgreSQL's `timestamp` and `timestamptz` resolution.
+    case microseconds
+}
+
+extension SQLDialect {
+    /// `value` as a parameter of this database: a `Date` at `datePrecision`, anything else as it converts itself
+    /// (`checkedDatabaseValue`).
+    package func checkedParameter(_ value: any DatabaseValueConvertible) -> Result<DatabaseValue, DatabaseError> {
+        if let date = value as? Date { return .success(date.databaseValue(precision: datePrecision)) }
+        return checkedDatabaseValue(value)
+    }
 }
 
 /// How `ModelStore` writes rows on one database, where databases differ.

@@ -13,10 +13,10 @@ final class BindingEncoding {
     private let position = UnsafeMutablePointer<Int>.allocate(capacity: 1)
     private let dateBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 40)
 
-    init(statement: any PreparedStatement, typeName: String, properties: [String]) {
+    init(statement: any PreparedStatement, typeName: String, properties: [String], datePrecision: DatePrecision) {
         self.statement = statement
         self.typeName = typeName
-        fallback = RowEncoding(typeName: typeName)
+        fallback = RowEncoding(typeName: typeName, datePrecision: datePrecision)
         count = properties.count
         keys = .allocate(capacity: max(count, 1))
         keys.initialize(from: properties, count: count)
@@ -51,12 +51,14 @@ final class BindingEncoding {
     }
 
     @inline(__always)
-    func bindDate(_ date: Date, at parameter: Int32) {
-        let length = ISO8601.write(ISO8601.instant(of: date), includeTime: true, into: dateBuffer)
+    func bindDate(_ date: Date, at parameter: Int32) throws {
+        let precision = fallback.datePrecision
+        let instant = precision == .milliseconds ? ISO8601.instant(of: date) : ISO8601.microsecondInstant(of: date)
+        let length = ISO8601.write(instant, includeTime: true, into: dateBuffer)
         if length > 0 {
             statement.bind(text: UnsafeBufferPointer(start: dateBuffer, count: length), at: parameter, copying: true)
         } else {
-            try? statement.bind(date.databaseValue, at: parameter)
+            try statement.bind(date.databaseValue(precision: precision), at: parameter)
         }
     }
 }
@@ -99,7 +101,7 @@ struct BindingContainer<Key: CodingKey>: NullWritingContainer {
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         let parameter = try encoding.parameter(key.stringValue)
         if T.self == Date.self, let date = value as? Date {
-            encoding.bindDate(date, at: parameter)
+            try encoding.bindDate(date, at: parameter)
         } else {
             try statement.bind(try encoding.fallback.databaseValue(value, key: key.stringValue), at: parameter)
         }

@@ -176,7 +176,7 @@ public final class ModelStore {
     /// Inserts a value that is not `Encodable`, reading its properties with `Mirror`.
     @discardableResult
     public func insert<T>(_ value: T) throws -> Int64 {
-        try insert(row: try MirrorEncoding.encode(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+        try insert(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
     }
 
     /// Updates the row with the value's primary key; throws when there is no such row.
@@ -185,7 +185,7 @@ public final class ModelStore {
     }
 
     public func update<T>(_ value: T) throws {
-        try update(row: try MirrorEncoding.encode(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+        try update(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
     }
 
     /// Inserts the value, or updates the row with its primary key when there is one.
@@ -194,7 +194,7 @@ public final class ModelStore {
     }
 
     public func save<T>(_ value: T) throws {
-        try save(row: try MirrorEncoding.encode(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+        try save(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
     }
 
     /// Deletes the row with the value's primary key; returns whether a row was deleted.
@@ -205,7 +205,7 @@ public final class ModelStore {
 
     @discardableResult
     public func delete<T>(_ value: T) throws -> Bool {
-        try delete(row: try MirrorEncoding.encode(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+        try delete(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
     }
 
     /// Deletes the row with this primary key (a value, or a dictionary for composite keys).
@@ -243,7 +243,7 @@ public final class ModelStore {
     public func insert<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
         let layout = try layout(of: S.Element.self)
         if writesRowByRow {
-            let encoding = RowEncoding(typeName: layout.typeName)
+            let encoding = rowEncoding(layout.typeName)
             let statements = StatementCache()
             return try batch(layout, values, encode: { try encoding.encode($0) }) {
                 _ = try insert(row: $0, layout: layout, statements: statements)
@@ -257,9 +257,10 @@ public final class ModelStore {
                 try writing(position, of: layout) {
                     if binding == nil {
                         // The first value fixes the columns; every later one binds straight into the statement.
-                        let row = try RowEncoding(typeName: layout.typeName).encode(value)
+                        let row = try rowEncoding(layout.typeName).encode(value)
                         binding = BindingEncoding(statement: try database.compile(try insertSQL(layout, row)),
-                                                  typeName: layout.typeName, properties: row.properties)
+                                                  typeName: layout.typeName, properties: row.properties,
+                                                  datePrecision: database.dialect.datePrecision)
                     }
                     try binding?.bind(value)
                     try binding?.statement.run()
@@ -271,7 +272,7 @@ public final class ModelStore {
     /// Inserts or updates many values in one transaction, each SQL statement prepared once.
     public func save<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
         let layout = try layout(of: S.Element.self)
-        let encoding = RowEncoding(typeName: layout.typeName)
+        let encoding = rowEncoding(layout.typeName)
         let statements = StatementCache()
         try batch(layout, values, encode: { try encoding.encode($0) }) { try save(row: $0, layout: layout, statements: statements) }
     }
@@ -281,12 +282,12 @@ public final class ModelStore {
         let layout = try layout(of: S.Element.self)
         if writesRowByRow {
             let statements = StatementCache()
-            return try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) {
+            return try batch(layout, values, encode: { try mirrorRow($0, typeName: layout.typeName) }) {
                 _ = try insert(row: $0, layout: layout, statements: statements)
             }
         }
         var statement: (any PreparedStatement)?
-        try batch(layout, values, encode: { try MirrorEncoding.encode($0, typeName: layout.typeName) }) { row in
+        try batch(layout, values, encode: { try mirrorRow($0, typeName: layout.typeName) }) { row in
             let insert = try statement ?? database.compile(try insertSQL(layout, row))
             statement = insert
             for (index, value) in row.values.enumerated() { try insert.bind(value, at: Int32(index + 1)) }
@@ -296,8 +297,18 @@ public final class ModelStore {
 
     // MARK: SQL
 
+    /// The encoder of a type's rows, writing dates as finely as the database keeps them.
+    private func rowEncoding(_ typeName: String) -> RowEncoding {
+        RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision)
+    }
+
+    /// The row of a value that is not `Encodable`, read with `Mirror`.
+    private func mirrorRow(_ value: Any, typeName: String) throws -> EncodedRow {
+        try MirrorEncoding.encode(value, typeName: typeName, datePrecision: database.dialect.datePrecision)
+    }
+
     private func encode<T: Encodable>(_ value: T) throws -> EncodedRow {
-        try RowEncoding(typeName: Self.typeName(T.self)).encode(value)
+        try rowEncoding(Self.typeName(T.self)).encode(value)
     }
 
     private func columns(_ layout: ModelLayout, _ row: EncodedRow) -> [String] {
@@ -511,7 +522,7 @@ public final class ModelStore {
             guard let value = named.removeValue(forKey: column.sqliteFolded) else {
                 throw MappingError(typeName: layout.typeName, column: column, message: "the key has no value for this column")
             }
-            switch checkedDatabaseValue(value) {
+            switch database.dialect.checkedParameter(value) {
             case .success(let checked): values.append(checked)
             case .failure(let error):
                 throw MappingError(typeName: layout.typeName, column: column, value: "\(value)", message: error.message)

@@ -10,6 +10,8 @@ struct EncodedRow {
 /// become NULL (not omitted, so an UPDATE clears them), nested `Codable` values become JSON text.
 final class RowEncoding {
     let typeName: String
+    /// How finely the database keeps a `Date` (`SQLDialect.datePrecision`).
+    let datePrecision: DatePrecision
     var row = EncodedRow()
     lazy var json = Self.jsonEncoder()
 
@@ -20,8 +22,9 @@ final class RowEncoding {
         return encoder
     }
 
-    init(typeName: String) {
+    init(typeName: String, datePrecision: DatePrecision) {
         self.typeName = typeName
+        self.datePrecision = datePrecision
     }
 
     /// Encodes `value`, reusing the row's storage from the previous call.
@@ -41,6 +44,7 @@ final class RowEncoding {
     /// The database form of a non-primitive value: its own conversion if it has one, a single encoded value
     /// (raw-value enums), or JSON text for anything structured.
     func databaseValue<T: Encodable>(_ value: T, key: String) throws -> DatabaseValue {
+        if let date = value as? Date { return date.databaseValue(precision: datePrecision) }
         if let convertible = value as? any DatabaseValueConvertible { return convertible.databaseValue }
         let single = SingleValueCapture(encoding: self, key: key)
         do {

@@ -9,7 +9,9 @@
 /// ```
 ///
 /// A body gets a connection for its own use until it returns; it must not keep it, nor call the pool again (that
-/// is an error, not a deadlock).
+/// is an error, not a deadlock). Nor may a `read` or `write` body end the transaction the pool opened for it
+/// (`COMMIT`, `ROLLBACK`): SQLite refuses such a statement before it runs; PostgreSQL stops the body once it ran
+/// and fails the call.
 public protocol ConnectionPool: Sendable {
     /// The backend's connection a body is given.
     associatedtype Connection: DatabaseConnection

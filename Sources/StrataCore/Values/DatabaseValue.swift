@@ -159,8 +159,14 @@ extension Data: DatabaseValueConvertible {
 
 extension Date: DatabaseValueConvertible {
     /// Dates are stored as UTC ISO-8601 text (`2024-05-01T09:30:00Z`, milliseconds when present),
-    /// which sorts and compares correctly in SQL.
+    /// which sorts and compares correctly in SQL. This is SQLite's form; a statement on another database writes a
+    /// date at that database's precision (`SQLDialect.datePrecision`) when the `Date` itself is its argument.
     public var databaseValue: DatabaseValue { .text(ISO8601.format(self)) }
+
+    /// The date as UTC ISO-8601 text rounded to `precision`.
+    public func databaseValue(precision: DatePrecision) -> DatabaseValue {
+        .text(ISO8601.format(self, precision: precision))
+    }
     /// Reads ISO-8601 text (date only, with or without time, fraction and offset) or unix seconds.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Date? {
         switch value {

@@ -77,7 +77,46 @@ public enum ISO8601 {
         }
     }
 
-    /// A date as whole seconds and milliseconds (the precision Strata stores).
+    /// `date` at `precision`: `format(_:)` to the millisecond; to the microsecond, any year keeps its fraction.
+    public static func format(_ date: Date, precision: DatePrecision) -> String {
+        switch precision {
+        case .milliseconds:
+            return format(date)
+        case .microseconds:
+            let instant = microsecondInstant(of: date)
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { buffer in
+                guard let base = buffer.baseAddress else { return "" }
+                let length = write(instant, includeTime: true, into: base)
+                if length > 0 { return String(decoding: UnsafeBufferPointer(start: base, count: length), as: UTF8.self) }
+                // A year `write` does not spell (beyond 9999): the fraction is kept all the same.
+                let whole = format(seconds: instant.seconds, includeTime: true)
+                guard instant.nanoseconds > 0 else { return whole }
+                let micros = String(instant.nanoseconds / 1000)
+                return String(whole.dropLast()) + "." + String(repeating: "0", count: 6 - micros.count) + micros + "Z"
+            }
+        }
+    }
+
+    /// A date as whole seconds and microseconds, rounded to the nearest microsecond (PostgreSQL's timestamp
+    /// resolution). Worked out from the date's own offset from 2001, which is what a `Date` holds, so the only
+    /// rounding is the one to the microsecond: a date read from a microsecond value comes back to it exactly.
+    /// Intervals beyond ±2^53 seconds are clamped and NaN reads as 0, rather than trapping.
+    public static func microsecondInstant(of date: Date) -> Instant {
+        let limit = 9_007_199_254_740_992.0
+        let reference = date.timeIntervalSinceReferenceDate
+        let interval = reference.isNaN ? 0 : min(max(reference, -limit), limit)
+        let floor = interval.rounded(.down)
+        var whole = Int64(floor)
+        // `interval - floor` is exact: the fraction of a double is itself a double.
+        var micros = Int64(((interval - floor) * 1_000_000).rounded())
+        if micros >= 1_000_000 { whole += 1; micros -= 1_000_000 }
+        return Instant(seconds: whole + referenceDateUnixSeconds, nanoseconds: Int32(micros * 1000), hasTime: true)
+    }
+
+    /// 2001-01-01T00:00:00Z, where `Date` counts from, in unix seconds.
+    static let referenceDateUnixSeconds: Int64 = 978_307_200
+
+    /// A date as whole seconds and milliseconds (the precision Strata stores on SQLite).
     /// Intervals beyond ±2^53 seconds are clamped there and NaN reads as 0, rather than trapping; such dates
     /// lie outside 0000–9999, which `format` writes with as many year digits as it needs.
     public static func instant(of date: Date) -> Instant {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A piece of SQL whose interpolated values are bound as arguments, never spliced into the text, written once for
 /// every backend.
 ///
@@ -23,6 +25,9 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
         /// A value, or why the database cannot hold it unchanged: an interpolation cannot throw, so binding the
         /// rendered arguments throws instead and the statement never runs.
         case value(Result<DatabaseValue, DatabaseError>)
+        /// A date, kept whole until the fragment is rendered for a database, which says how finely to write it
+        /// (`SQLDialect.datePrecision`).
+        case date(Date)
     }
 
     /// A fragment without values: the text exactly as written.
@@ -52,6 +57,9 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
             case .value(.success(let value)):
                 values.append(value)
                 text += dialect.placeholder(values.count)
+            case .date(let date):
+                values.append(date.databaseValue(precision: dialect.datePrecision))
+                text += dialect.placeholder(values.count)
             case .value(.failure(let error)):
                 values.append(.null)
                 text += dialect.placeholder(values.count)
@@ -77,7 +85,11 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
         /// A bound value; `nil` binds NULL. (Taking an optional lets `\(optional)` compile without the compiler's
         /// warning about interpolating optionals, and a plain value is promoted.)
         public mutating func appendInterpolation<Value: DatabaseValueConvertible>(_ value: Value?) {
-            pieces.append(.value(value.map(checkedDatabaseValue) ?? .success(.null)))
+            if let date = value as? Date {
+                pieces.append(.date(date))
+            } else {
+                pieces.append(.value(value.map(checkedDatabaseValue) ?? .success(.null)))
+            }
         }
 
         /// Another fragment, its values bound in place (placeholders numbered across both).

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The values bound to a statement's parameters: positional (`?`, `?NNN`) or named (`:name`, `@name`, `$name`).
 ///
 /// ```swift
@@ -11,6 +13,11 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
     /// Arguments holding a value SQLite cannot store as given (an unsigned integer above `Int64.max`); binding
     /// them throws this error, so nothing runs with a changed value.
     case unrepresentable(DatabaseError)
+    /// Positional values among which are dates, kept as `Date` (by 0-based index; `values` holds SQLite's text for
+    /// them) until a statement binds them, since databases keep dates at different precisions
+    /// (`SQLDialect.datePrecision`): what an array of arguments holding a `Date` makes. Backends bind
+    /// them through `values(_:dates:precision:)`.
+    case positionalWithDates([DatabaseValue], dates: [Int: Date])
 
     public static let none = StatementArguments.positional([])
 
@@ -28,9 +35,12 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
 
     private init(positional values: [(any DatabaseValueConvertible)?]) {
         var converted: [DatabaseValue] = []
+        var dates: [Int: Date] = [:]
         converted.reserveCapacity(values.count)
         for (offset, value) in values.enumerated() {
             guard let value else { converted.append(.null); continue }
+            // Kept whole: only the database the statement runs on knows how finely to write it.
+            if let date = value as? Date { dates[offset] = date }
             switch checkedDatabaseValue(value) {
             case .success(let bound): converted.append(bound)
             case .failure(let error):
@@ -38,7 +48,7 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
                 return
             }
         }
-        self = .positional(converted)
+        self = dates.isEmpty ? .positional(converted) : .positionalWithDates(converted, dates: dates)
     }
 
     private init(named values: [(String, (any DatabaseValueConvertible)?)]) {
@@ -61,6 +71,16 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
 
     public init(_ values: [String: any DatabaseValueConvertible]) {
         self.init(named: values.map { ($0.key, $0.value) })
+    }
+
+    /// Positional `values` with the `dates` at their indexes written at `precision`: how a backend binds
+    /// `positionalWithDates`.
+    package static func values(_ values: [DatabaseValue], dates: [Int: Date], precision: DatePrecision) -> [DatabaseValue] {
+        var values = values
+        for (index, date) in dates where values.indices.contains(index) {
+            values[index] = date.databaseValue(precision: precision)
+        }
+        return values
     }
 
     package static func bareName(_ name: String) -> String {

@@ -65,6 +65,52 @@ final class PostgresConnectionTests: XCTestCase {
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 2)
     }
 
+    /// A body that ends the transaction `withTransaction` (or an outermost `withSavepoint`) opened for it ran what
+    /// followed outside it: a later throw undid nothing, and a body that went on and returned had the call report
+    /// success for work its own ROLLBACK had undone. The body is stopped at that statement, nothing after it runs
+    /// (even when the body swallows the error and goes on), and the call fails.
+    func testABodyThatEndsItsTransactionIsStoppedThere() throws {
+        let db = try connection()
+        try db.execute("CREATE TABLE t (x int)")
+        struct Boom: Error {}
+        let scopes: [(String, (() throws -> Void) throws -> Void)] = [
+            ("withTransaction", { try db.withTransaction($0) }), ("withSavepoint", { try db.withSavepoint($0) }),
+        ]
+        for (name, scope) in scopes {
+            XCTAssertNotNil(assertThrows(Boom.self) {
+                try scope {
+                    try db.execute("INSERT INTO t VALUES (1)")
+                    XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("ROLLBACK") }?.kind, .misuse, name)
+                    let refused = assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (2)") }
+                    XCTAssertTrue(refused?.message.contains("did not run") ?? false, "\(name): \(String(describing: refused))")
+                    throw Boom()
+                }
+            }, name)
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0, "\(name): a body that threw left a row")
+            let returned = assertThrows(DatabaseError.self) {
+                try scope {
+                    try db.execute("INSERT INTO t VALUES (3)")
+                    _ = try? db.execute("ROLLBACK")
+                    _ = try? db.execute("INSERT INTO t VALUES (4)")
+                }
+            }
+            XCTAssertTrue(returned?.message.contains("nothing was committed") ?? false, "\(name): \(String(describing: returned))")
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0, name)
+            XCTAssertFalse(db.isInTransaction, name)
+        }
+        // A savepoint's body may open and end savepoints of its own, and outside any scope the caller's SQL is its own.
+        try db.withTransaction {
+            try db.execute("SAVEPOINT mine")
+            try db.execute("INSERT INTO t VALUES (5)")
+            try db.execute("ROLLBACK TO SAVEPOINT mine")
+            try db.execute("RELEASE SAVEPOINT mine")
+        }
+        try db.execute("BEGIN")
+        try db.execute("INSERT INTO t VALUES (6)")
+        try db.execute("COMMIT")
+        XCTAssertEqual(try db.rows("SELECT x FROM t").map { $0[0] }, [.integer(6)])
+    }
+
     func testTheCatalogAsTheCoreReadsIt() throws {
         let db = try connection()
         try db.execute("""

@@ -56,6 +56,89 @@ final class PostgresModelEdgeTests: XCTestCase {
         XCTAssertEqual(try store.find(Code.self, key: 1), written, "stored other than written")
     }
 
+    /// `save` of a row read back from a table keyed by a `timestamptz` holding microseconds (as `now()` writes)
+    /// inserted a second row: `Date` parameters were written to the millisecond, so `ON CONFLICT` found no
+    /// conflict. They carry microseconds now, PostgreSQL's timestamp resolution, so the value read is the value
+    /// written back; `timestamp` keys likewise, and batches.
+    func testTimestampKeyReadThenSavedDoesNotDuplicate() throws {
+        struct Event: Codable, Equatable { var at: Date; var name: String }
+        for type in ["timestamptz", "timestamp"] {
+            let (store, db, _) = try pg("""
+                CREATE TABLE event (at \(type) PRIMARY KEY, name text NOT NULL);
+                INSERT INTO event VALUES ('2024-01-01 00:00:00.123456+00', 'x'), ('2024-01-01 00:00:00.999999+00', 'z')
+                """)
+            var events = try store.fetchAll(Event.self)
+            XCTAssertEqual(events.count, 2, type)
+            events[0].name = "y"
+            try store.save(events[0])
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM event", .none, as: Int.self), 2, "\(type): save wrote a second row")
+            events[1].name = "w"
+            try store.save(contentsOf: events)
+            XCTAssertEqual(try db.scalar("SELECT string_agg(name, ',' ORDER BY at) FROM event", .none, as: String.self), "y,w", type)
+        }
+    }
+
+    /// A row keyed by a microsecond timestamp is found, updated and deleted by the `Date` read from it, through
+    /// every way a date reaches the server: the model's own writes, a key, a fragment's interpolation, plain
+    /// arguments (a `Date` or an optional one).
+    func testAMicrosecondTimestampKeyIsFoundUpdatedAndDeletedByTheDateReadFromIt() throws {
+        struct Event: Codable, Equatable { var at: Date; var name: String }
+        let (store, db, _) = try pg("""
+            CREATE TABLE event (at timestamptz PRIMARY KEY, name text NOT NULL);
+            INSERT INTO event VALUES ('2024-01-01 00:00:00.123456+00', 'x'), ('2024-06-30 23:59:59.000001+00', 'y')
+            """)
+        let events = try store.fetchAll(Event.self).sorted { $0.at < $1.at }
+        let at = try XCTUnwrap(events.first?.at)
+        XCTAssertEqual(try store.find(Event.self, key: at), events[0])
+        XCTAssertEqual(try store.find(Event.self, key: ["at": at]), events[0])
+        XCTAssertEqual(try store.fetchAll(Event.self, where: "at = \(at)"), [events[0]])
+        XCTAssertEqual(try store.count(Event.self, where: "at = $1", [at]), 1)
+        XCTAssertEqual(try db.scalar("SELECT name FROM event WHERE at = $1", [at], as: String.self), "x")
+        let optional: Date? = at
+        XCTAssertEqual(try db.scalar("SELECT name FROM event WHERE at = $1", [optional], as: String.self), "x")
+        XCTAssertEqual(try db.scalar("SELECT name FROM event WHERE at = \(at)", as: String.self), "x")
+        var changed = events[0]
+        changed.name = "changed"
+        try store.update(changed)
+        XCTAssertEqual(try store.find(Event.self, key: at)?.name, "changed")
+        XCTAssertTrue(try store.delete(changed))
+        XCTAssertTrue(try store.delete(Event.self, key: events[1].at))
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM event", .none, as: Int.self), 0)
+    }
+
+    /// A `Date` finer than a microsecond is written rounded to the nearest microsecond, the same way whichever path
+    /// writes it (a carry into the next second included), so a row written one way is found by the same date
+    /// another way.
+    func testADateIsWrittenRoundedToTheNearestMicrosecondWhicheverWayItIsSent() throws {
+        struct Event: Codable, Equatable { var id: Int; var at: Date }
+        final class Plain { let id: Int; let at: Date; init(id: Int, at: Date) { self.id = id; self.at = at } }   // through Mirror
+        let (store, db, _) = try pg("CREATE TABLE event (id integer PRIMARY KEY, at timestamptz NOT NULL)")
+        let plainStore = ModelStore(database: db, mappings: [ModelMapping(typeName: "Plain", table: "event")])
+        let base = 1_700_000_000.0   // 2023-11-14T22:13:20Z
+        let cases: [(Date, String)] = [
+            (Date(timeIntervalSince1970: base + 0.1234562), "2023-11-14 22:13:20.123456"),
+            (Date(timeIntervalSince1970: base + 0.1234568), "2023-11-14 22:13:20.123457"),
+            (Date(timeIntervalSince1970: base + 0.9999997), "2023-11-14 22:13:21.000000"),
+            (Date(timeIntervalSince1970: base - 0.0000003), "2023-11-14 22:13:20.000000"),
+            (Date(timeIntervalSince1970: -0.2500004), "1969-12-31 23:59:59.750000"),
+        ]
+        for (offset, (date, expected)) in cases.enumerated() {
+            let id = offset * 10
+            try store.insert(Event(id: id, at: date))
+            try store.insert(contentsOf: [Event(id: id + 1, at: date)])
+            try store.save(Event(id: id + 2, at: date))
+            try db.execute("INSERT INTO event VALUES (\(id + 3), \(date))")
+            try db.execute("INSERT INTO event VALUES ($1, $2)", [id + 4, date])
+            try plainStore.insert(Plain(id: id + 5, at: date))
+            let stored = try db.rows("""
+                SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS at FROM event
+                WHERE id BETWEEN \(id) AND \(id + 9) ORDER BY id
+                """).map { try $0.get("at", as: String.self) }
+            XCTAssertEqual(stored, Array(repeating: expected, count: 6), "\(date.timeIntervalSince1970)")
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM event WHERE at = $1", [date], as: Int.self), 6)
+        }
+    }
+
     // MARK: Pools
 
     /// `PostgresPool.read` writes. A body that runs `COMMIT` (or a script with its own BEGIN/COMMIT) ends the
@@ -105,6 +188,32 @@ final class PostgresModelEdgeTests: XCTestCase {
         XCTAssertTrue(error?.message.contains("was committed, and nothing after it ran") ?? false, "\(String(describing: error))")
         XCTAssertEqual(try admin.rows("SELECT x FROM t", .none).count, 1)
         // The connection goes back to the pool fit for the next caller.
+        XCTAssertEqual(try pool.write { db in try db.scalar("SELECT count(*) FROM t", .none, as: Int.self) }, 1)
+    }
+
+    /// The stop holds when the body swallows the error and goes on: the next statement ran in autocommit mode
+    /// (committed at once, whatever the body did next), and a body that then returned had the call report a commit
+    /// that never happened. Statements after the end of the transaction are refused before they run, and the call
+    /// fails.
+    func testAPostgresWriteThatSwallowsTheStopRunsNothingAfterIt() throws {
+        let (_, admin, url) = try pg("CREATE TABLE t (x int)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        _ = try? pool.write { db in
+            try db.execute("INSERT INTO t VALUES (1)", .none)
+            _ = try? db.execute("ROLLBACK", .none)
+            _ = try? db.execute("INSERT INTO t VALUES (2)", .none)
+            throw CancellationError()
+        }
+        XCTAssertEqual(try admin.scalar("SELECT count(*) FROM t", .none, as: Int.self), 0, "a write that threw left a row")
+        let error = assertThrows(DatabaseError.self) {
+            try pool.write { db in
+                try db.execute("INSERT INTO t VALUES (3)", .none)
+                _ = try? db.execute("COMMIT", .none)
+                _ = try? db.execute("INSERT INTO t VALUES (4)", .none)
+            }
+        }
+        XCTAssertNotNil(error, "the call reported success")
+        XCTAssertEqual(try admin.rows("SELECT x FROM t", .none).map { $0[0] }, [.integer(3)], "the COMMIT kept 3; 4 never ran")
         XCTAssertEqual(try pool.write { db in try db.scalar("SELECT count(*) FROM t", .none, as: Int.self) }, 1)
     }
 

@@ -85,6 +85,48 @@ final class DatabasePoolTests: XCTestCase {
         XCTAssertEqual(count, 0)
     }
 
+    /// A `write` whose body ran its own `ROLLBACK`, then more statements, then threw, left those statements
+    /// committed: they ran outside any transaction. The `ROLLBACK` is refused before it runs, so the throw rolls
+    /// back everything the body did.
+    func testASQLiteWriteThatThrowsLeavesNoRow() throws {
+        let pool = try makePool()
+        for statement in ["ROLLBACK", "COMMIT"] {
+            do {
+                try pool.write { db in
+                    try db.execute("INSERT INTO t VALUES (1)")
+                    let error = assertThrows(DatabaseError.self) { try db.execute(statement, .none) }
+                    XCTAssertEqual(error?.kind, .misuse, statement)
+                    try db.execute("INSERT INTO t VALUES (2)")
+                    throw CancellationError()
+                }
+                XCTFail("expected the body's error")
+            } catch is CancellationError {}
+            let refused = assertThrows(DatabaseError.self) {
+                try pool.write { db in
+                    try db.execute(statement, .none)
+                    try db.execute("INSERT INTO t VALUES (3)")
+                }
+            }
+            XCTAssertEqual(refused?.kind, .misuse, statement)
+            let count = try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }
+            XCTAssertEqual(count, 0, "\(statement): a write that threw left a row")
+        }
+    }
+
+    /// A read's body may not end its transaction either: the statements after a `COMMIT` would each see the
+    /// database as it is then, not the one snapshot `read` promises.
+    func testAReadCannotEndItsSnapshot() throws {
+        let pool = try makePool()
+        let seen = try pool.read { db -> [Int?] in
+            let before = try db.scalar("SELECT count(*) FROM t", as: Int.self)
+            XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("COMMIT", .none) }?.kind, .misuse)
+            XCTAssertTrue(db.isInTransaction)
+            try pool.write { db in try db.execute("INSERT INTO t VALUES (1)") }
+            return [before, try db.scalar("SELECT count(*) FROM t", as: Int.self)]
+        }
+        XCTAssertEqual(seen, [0, 0], "the read saw one snapshot")
+    }
+
     func testCallingThePoolFromInsideABodyIsAnErrorNotADeadlock() throws {
         let pool = try makePool(readers: 1)
         let nestedRead = assertThrows(DatabaseError.self) { try pool.read { _ in try pool.read { _ in 1 } } }

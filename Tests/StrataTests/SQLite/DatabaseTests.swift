@@ -420,6 +420,155 @@ final class DatabaseTests: XCTestCase {
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 1)
     }
 
+    /// `transaction { }` commits when the body returns and rolls back when it throws. A body that ran its own
+    /// `COMMIT`, `END` or `ROLLBACK` ended that transaction: what followed autocommitted, and a later throw undid
+    /// nothing. Such a statement is refused before it runs, and the transaction stays as it was.
+    func testABodyCannotEndTheTransactionStrataOpenedForIt() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        struct Boom: Error {}
+        for statement in ["COMMIT", "END", "ROLLBACK", "commit transaction", "END TRANSACTION", "ROLLBACK TRANSACTION"] {
+            XCTAssertNotNil(assertThrows(Boom.self) {
+                try db.transaction { db in
+                    try db.execute("INSERT INTO t VALUES (1)")
+                    let error = assertThrows(DatabaseError.self) { try db.execute(statement, .none) }
+                    XCTAssertEqual(error?.kind, .misuse, statement)
+                    XCTAssertNil(error?.code, statement)
+                    XCTAssertTrue(error?.message.contains("may not end the transaction Strata opened") ?? false,
+                                  "\(String(describing: error))")
+                    XCTAssertTrue(db.isInTransaction, statement)
+                    try db.execute("INSERT INTO t VALUES (2)")
+                    throw Boom()
+                }
+            })
+            XCTAssertFalse(db.isInTransaction, statement)
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0, "\(statement): a body that threw left rows")
+            // A body that goes on after the refusal and returns commits all it did, in the one transaction.
+            try db.transaction { db in
+                try db.execute("INSERT INTO t VALUES (1)")
+                XCTAssertThrowsError(try db.execute(statement, .none), statement)
+                try db.execute("INSERT INTO t VALUES (2)")
+            }
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 2, statement)
+            try db.execute("DELETE FROM t")
+        }
+        // Outside any scope the same statements are the caller's to run.
+        try db.execute("BEGIN", .none)
+        try db.execute("INSERT INTO t VALUES (3)")
+        try db.execute("COMMIT", .none)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 1)
+    }
+
+    /// The check is made when a statement runs, not only when it is compiled: a `COMMIT` compiled outside any scope
+    /// (kept in the statement cache, or by the caller from `prepare`) is refused inside one all the same.
+    func testATransactionStatementCompiledBeforeTheScopeIsRefusedInsideIt() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        try db.execute("BEGIN", .none)
+        try db.execute("COMMIT", .none)
+        let kept = try db.prepare("ROLLBACK")
+        struct Boom: Error {}
+        XCTAssertNotNil(assertThrows(Boom.self) {
+            try db.transaction { db in
+                try db.execute("INSERT INTO t VALUES (1)")
+                XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("COMMIT", .none) }?.kind, .misuse)
+                XCTAssertEqual(assertThrows(DatabaseError.self) { try kept.execute() }?.kind, .misuse)
+                try db.execute("INSERT INTO t VALUES (2)")
+                throw Boom()
+            }
+        })
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+    }
+
+    /// Inside `savepoint { }` the body may not release or roll back to a savepoint it did not open itself there:
+    /// Strata's (releasing the outermost one commits), or one opened outside the scope (which ends Strata's with it,
+    /// so a later throw had nothing left to roll back to).
+    func testABodyCannotEndASavepointItDidNotOpen() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        struct Boom: Error {}
+        for statement in ["RELEASE strata_savepoint_1", "RELEASE SAVEPOINT \"STRATA_SAVEPOINT_1\"",
+                          "ROLLBACK TO strata_savepoint_1", "COMMIT", "ROLLBACK"] {
+            XCTAssertNotNil(assertThrows(Boom.self) {
+                try db.savepoint { db in
+                    try db.execute("INSERT INTO t VALUES (1)")
+                    let error = assertThrows(DatabaseError.self) { try db.execute(statement, .none) }
+                    XCTAssertEqual(error?.kind, .misuse, statement)
+                    XCTAssertTrue(db.isInTransaction, statement)
+                    try db.execute("INSERT INTO t VALUES (2)")
+                    throw Boom()
+                }
+            })
+            XCTAssertFalse(db.isInTransaction, statement)
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0, "\(statement): a body that threw left rows")
+        }
+        // Nested in a transaction: the savepoint the outer body opened is not the inner body's to end.
+        try db.transaction { db in
+            try db.execute("INSERT INTO t VALUES (1)")
+            try db.execute("SAVEPOINT mine", .none)
+            XCTAssertNotNil(assertThrows(Boom.self) {
+                try db.savepoint { db in
+                    try db.execute("INSERT INTO t VALUES (2)")
+                    for statement in ["RELEASE mine", "ROLLBACK TO mine", "RELEASE strata_savepoint_1"] {
+                        let error = assertThrows(DatabaseError.self) { try db.execute(statement, .none) }
+                        XCTAssertEqual(error?.kind, .misuse, statement)
+                        XCTAssertTrue(error?.message.contains("did not open") ?? false, "\(String(describing: error))")
+                    }
+                    try db.execute("INSERT INTO t VALUES (3)")
+                    throw Boom()
+                }
+            })
+            try db.execute("RELEASE mine", .none)
+        }
+        XCTAssertEqual(try db.query("SELECT x FROM t").all().map { $0[0] }, [.integer(1)], "the inner savepoint alone was undone")
+    }
+
+    /// Savepoints a body opens itself inside a scope are its own to release and roll back to, as SQL or in a
+    /// script; one it leaves open ends with Strata's. It may not take the name of a savepoint Strata has open:
+    /// Strata's `RELEASE` would then find the body's (the most recent of that name) and leave its own open.
+    func testSavepointsABodyOpensItselfStillWork() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        try db.transaction { db in
+            try db.executeScript("SAVEPOINT a; INSERT INTO t VALUES (1); ROLLBACK TO a; INSERT INTO t VALUES (2); RELEASE a;")
+            try db.savepoint { db in
+                try db.execute("SAVEPOINT b", .none)
+                try db.execute("SAVEPOINT c", .none)
+                try db.execute("INSERT INTO t VALUES (3)")
+                try db.execute("RELEASE \"B\"", .none)
+                try db.execute("SAVEPOINT d", .none)
+                try db.execute("INSERT INTO t VALUES (4)")
+            }
+        }
+        XCTAssertFalse(db.isInTransaction)
+        XCTAssertEqual(try db.query("SELECT x FROM t ORDER BY x").all().map { $0[0] }, [.integer(2), .integer(3), .integer(4)])
+        try db.savepoint { db in
+            let error = assertThrows(DatabaseError.self) { try db.execute("SAVEPOINT Strata_Savepoint_1", .none) }
+            XCTAssertEqual(error?.kind, .misuse)
+            try db.execute("SAVEPOINT strata_savepoint_2", .none)
+            try db.execute("RELEASE strata_savepoint_2", .none)
+        }
+        XCTAssertFalse(db.isInTransaction)
+    }
+
+    /// A script run inside a scope stops before a statement that would end the scope's transaction, and says where;
+    /// what ran before it stays inside the transaction, committed or rolled back with it.
+    func testAScriptCannotEndTheTransactionItRunsIn() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        let error = assertThrows(DatabaseError.self) {
+            try db.transaction { db in
+                try db.executeScript("INSERT INTO t VALUES (1);\n  COMMIT;\nINSERT INTO t VALUES (2);")
+            }
+        }
+        XCTAssertEqual(error?.kind, .misuse)
+        XCTAssertEqual([error?.line, error?.column], [2, 3])
+        XCTAssertFalse(db.isInTransaction)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+        // `EXPLAIN COMMIT` only lists the statement's program; it ends nothing.
+        try db.transaction { db in _ = try db.query("EXPLAIN COMMIT", .none).all() }
+    }
+
     func testCommitFailureRollsBack() throws {
         let db = try Database()
         try db.executeScript("""

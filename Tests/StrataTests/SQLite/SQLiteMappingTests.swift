@@ -24,6 +24,31 @@ final class SQLiteMappingTests: XCTestCase {
         XCTAssertEqual(try store.count(Edition.self, where: condition, .none), 1)
     }
 
+    /// SQLite keeps its stored form of a `Date` (UTC ISO-8601 text, rounded to the millisecond) whichever way
+    /// the date is written, while PostgreSQL writes microseconds (`PostgresModelEdgeTests`).
+    func testADateIsStoredAsMillisecondTextWhicheverWayItIsWritten() throws {
+        struct Event: Codable { var id: Int; var at: Date }
+        final class Plain { let id: Int; let at: Date; init(id: Int, at: Date) { self.id = id; self.at = at } }
+        let db = try database("""
+            CREATE TABLE event (id INTEGER PRIMARY KEY, at TEXT NOT NULL);
+            CREATE TABLE plain (id INTEGER PRIMARY KEY, at TEXT NOT NULL);
+            CREATE VIEW every AS SELECT id, at FROM event UNION ALL SELECT id, at FROM plain;
+            """)
+        let store = ModelStore(database: db)
+        let date = Date(timeIntervalSince1970: 1_700_000_000.1234568)
+        try store.insert(Event(id: 1, at: date))
+        try store.insert(contentsOf: [Event(id: 2, at: date)])
+        try store.save(Event(id: 3, at: date))
+        try store.insert(Plain(id: 4, at: date))
+        try db.execute("INSERT INTO event VALUES (\(5), \(date))")
+        try db.execute("INSERT INTO event VALUES (?, ?)", [6, date])
+        try db.execute("INSERT INTO event VALUES (:id, :at)", ["id": 7, "at": date])
+        XCTAssertEqual(try db.query("SELECT at FROM every ORDER BY id").all().map { $0[0] },
+                       Array(repeating: .text("2023-11-14T22:13:20.123Z"), count: 7))
+        XCTAssertEqual(try store.find(Event.self, key: date)?.id, nil, "a key finer than the stored text finds nothing")
+        XCTAssertEqual(try store.count(Event.self, where: "at = \(Date(timeIntervalSince1970: 1_700_000_000.123))"), 6)
+    }
+
     func testTheExampleManifestsModelMapping() throws {
         let dir = try makeTemporaryDirectory(self)
         let manifest = try Manifest.load(path: repositoryRoot().appendingPathComponent("manifests/example.xml").path)
