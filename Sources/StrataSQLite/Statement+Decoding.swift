@@ -1,5 +1,9 @@
 import StrataCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Rows of a SQLite statement decode through a container of SQLite's own, in which each field's column read is
 /// `Statement.column(of:at:)` inlined, instead of a dynamic call through `PreparedStatement`.

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Strata
 
 /// The command table and dispatch. Commands only parse, call the library, and render.
@@ -70,7 +79,7 @@ enum CLI {
             """
         let width = commands.map(\.name.count).max() ?? 0
         for command in commands {
-            text += "  " + command.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + command.summary + "\n"
+            text += "  " + command.name.padded(to: width + 2) + command.summary + "\n"
         }
         text += """
 
@@ -201,7 +210,7 @@ enum StandardOutput {
     }
 
     private final class FirstError: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Lock()
         private var error: Int32?
         var value: Int32? { lock.withLock { error } }
         func record(_ code: Int32) { lock.withLock { if error == nil { error = code } } }

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Strata
 
 /// One command's run: load what it needs through the library, call it, render the result.
@@ -361,8 +370,8 @@ struct Commands {
     }
 
     static func appliedLine(_ step: AppliedStep, width: Int) -> String {
-        var line = "  applied  " + step.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "
-            + step.id.padding(toLength: max(width, step.id.count), withPad: " ", startingAt: 0)
+        var line = "  applied  " + step.kind.rawValue.padded(to: 9) + "  "
+            + step.id.padded(to: max(width, step.id.count))
         line += "  " + "\(step.durationMs) ms".leftPadded(to: 8)
         if let rows = step.rowCount { line += "  \(formatCount(rows)) rows" }
         if step.reason != .pending { line += "  (\(step.reason.rawValue))" }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The keyed container rows decode through: a field is the column its key resolves to, read once and converted
 /// under `Field`'s strict rules.
