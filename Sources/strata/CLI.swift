@@ -8,6 +8,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CStrataBuild
 import Strata
 
 /// The command table and dispatch. Commands only parse, call the library, and render.
@@ -66,6 +67,9 @@ enum CLI {
                     details: "Exit 3 listing every problem as path:line: message."),
         CommandSpec(name: "schema", summary: "print the database's schema in a stable order, for diffing",
                     usage: "strata schema [--database PATH | --manifest PATH]", valueOptions: manifestOptions),
+        CommandSpec(name: "completion", summary: "print a bash completion script for strata's commands and options",
+                    usage: "strata completion bash", positionals: 1...1,
+                    details: "Load it with 'source <(strata completion bash)', or save it as\n/usr/share/bash-completion/completions/strata (the Debian package installs it there)."),
     ]
 
     static var usage: String {
@@ -96,6 +100,13 @@ enum CLI {
         return text
     }
 
+    /// The version, then the commit the build was told it was made from (`.ci/package` tells it; a plain
+    /// `swift build` does not).
+    static var versionText: String {
+        let commit = String(cString: strata_build_commit())
+        return "strata \(Strata.version)\ncommit \(commit.isEmpty ? "unknown" : commit)"
+    }
+
     /// One command's usage, summary and details.
     static func help(_ spec: CommandSpec) -> String {
         "Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)"
@@ -116,7 +127,7 @@ enum CLI {
             }
             return ExitCode.success
         case "--version", "version":
-            StandardOutput.print("strata \(Strata.version)")
+            StandardOutput.print(versionText)
             return ExitCode.success
         default:
             break

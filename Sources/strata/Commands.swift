@@ -28,6 +28,7 @@ struct Commands {
         case "new": return try newMigration()
         case "schema": return try schema()
         case "check": return try check()
+        case "completion": return try completion()
         default: throw UsageError("unknown command '\(invocation.spec.name)'")
         }
     }
@@ -357,6 +358,17 @@ struct Commands {
             return ExitCode.refused
         }
         output.line("ok: \(counted(manifest.models.count, "model")) match \(path)")
+        return ExitCode.success
+    }
+
+    private func completion() throws -> Int32 {
+        let shell = invocation.positionals[0]
+        guard Completion.shells.contains(shell) else {
+            throw UsageError("no completion for '\(shell)'; the shells are: \(Completion.shells.joined(separator: ", "))")
+        }
+        let script = Completion.bash()
+        if !output.json && !output.quiet { StandardOutput.print(script, terminator: "") }
+        output.object(["command": "completion", "shell": .string(shell), "script": .string(script)])
         return ExitCode.success
     }
 
