@@ -92,9 +92,13 @@ enum CLI {
               --quiet              print nothing but errors
               --help               help for the command
 
-            Exit codes: 0 success or nothing to do, 1 a step failed, 2 usage error,
-                        3 drift, dirty state or validation failure,
-                        130/143 stopped by SIGINT/SIGTERM between steps.
+            Exit codes:
+              0        success or nothing to do
+              1        a step failed
+              2        usage error
+              3        drift, dirty state or validation failure
+              130/143  stopped by SIGINT/SIGTERM between steps
+
             Run 'strata <command> --help' or 'strata help <command>' for a command's options.
             """
         return text
