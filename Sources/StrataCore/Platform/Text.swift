@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// The few string operations Strata took from Foundation, written against the standard library so the library
-/// needs only FoundationEssentials (no ICU: the `strata` binary is a quarter of the size with it).
+/// needs only FoundationEssentials (no ICU: a statically linked `strata` is about a quarter of the size).
 extension String {
     /// Every occurrence of `target` replaced, compared byte by byte in UTF-8. Quoting depends on this: Foundation's
     /// `replacingOccurrences(of:with:)` and the standard library's `replacing(_:with:)` both compare characters,
