@@ -1,6 +1,15 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The commit `strata --version` names. `.ci/package` sets STRATA_BUILD_COMMIT (`git rev-parse HEAD`, with `-dirty`
+/// when tracked files have changes); a plain `swift build` leaves it unset and the command says the commit is
+/// unknown. Only letters, digits, `.` and `-` are taken, so the value is a C string literal as it stands.
+let buildCommit = Context.environment["STRATA_BUILD_COMMIT"].flatMap { value -> String? in
+    let plain = !value.isEmpty && value.count <= 64
+        && value.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "." || $0 == "-") }
+    return plain ? value : nil
+}
+
 let package = Package(
     name: "Strata",
     products: [
@@ -49,9 +58,14 @@ let package = Package(
             name: "Strata",
             dependencies: ["StrataCore", "StrataSQLite", "StrataPostgres"]
         ),
+        // What the build was told about itself (the commit), for `strata --version`.
+        .target(
+            name: "CStrataBuild",
+            cSettings: buildCommit.map { [.define("STRATA_BUILD_COMMIT", to: "\"\($0)\"")] } ?? []
+        ),
         .executableTarget(
             name: "strata",
-            dependencies: ["Strata"]
+            dependencies: ["Strata", "CStrataBuild"]
         ),
         .executableTarget(
             name: "strata-bench",

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Opens a pool for a database named as `--database` names one (`DatabaseTargets` picks the backend): code that
 /// takes "a pool of either backend" gets one from a location string.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Picks the backend for a database named on the command line or in a manifest: what a deploy script names with
 /// `--database`, a Swift program names here.

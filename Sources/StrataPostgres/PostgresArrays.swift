@@ -1,5 +1,9 @@
 import CLibPQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// PostgreSQL arrays as the mapper sees them: JSON arrays, the form a Swift array takes in a row on every backend.
@@ -93,7 +97,7 @@ enum PostgresArrays {
             switch byte {
             case UInt8(ascii: "\""): output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
             case UInt8(ascii: "\\"): output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0..<0x20: output += Array(String(format: "\\u%04x", Int(byte)).utf8)
+            case 0..<0x20: output += Array(printfFormat("\\u%04x", Int32(byte)).utf8)
             default: output.append(byte)
             }
         }
@@ -164,10 +168,10 @@ private struct JSONScalars {
             while let byte = peek, byte != UInt8(ascii: "\"") { index += byte == UInt8(ascii: "\\") ? 2 : 1 }
             try expect(UInt8(ascii: "\""))
             let token = Data(bytes[start..<index])
-            guard let text = try? JSONSerialization.jsonObject(with: token, options: .fragmentsAllowed) as? String else {
+            guard let text = try? JSONDecoder().decode(String.self, from: token) else {
                 throw NotScalars(description: "a string that is not valid JSON")
             }
-            return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            return "\"" + text.replacingEvery("\\", with: "\\\\").replacingEvery("\"", with: "\\\"") + "\""
         default:
             let start = index
             while let byte = peek, ![UInt8(ascii: ","), UInt8(ascii: "]"), 0x20, 0x0A, 0x0D, 0x09].contains(byte) { index += 1 }

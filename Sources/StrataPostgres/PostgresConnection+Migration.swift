@@ -1,5 +1,9 @@
 import CLibPQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// The runner on PostgreSQL. Deployers serialise on a session-level advisory lock, taken by polling
@@ -48,7 +52,7 @@ extension PostgresConnection: MigrationDatabase {
             guard ContinuousClock.now < deadline else {
                 throw DatabaseError(kind: .busy, code: nil, message: "another deployer held Strata's lock on \(name) for longer than \(lockTimeout)\(try deployLockHolder())")
             }
-            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds))
+            sleepBlocking(for: pause)
             pause = min(pause * 2, .milliseconds(200))
         }
     }

@@ -57,7 +57,7 @@ public struct PostgresDialect: SQLDialect {
     private static func typeModifiers(_ declaredType: String) -> [Int] {
         guard let open = declaredType.firstIndex(of: "("), let close = declaredType.firstIndex(of: ")"), open < close else { return [] }
         return declaredType[declaredType.index(after: open)..<close].split(separator: ",")
-            .compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            .compactMap { Int($0.trimmingWhitespace()) }
     }
 
     /// Refuses decimal text with more significant fraction digits than the column's scale.

@@ -60,7 +60,7 @@ struct PostgresHistory: HistoryStorage {
                 CREATE OR REPLACE FUNCTION \(guardFunction)() RETURNS trigger LANGUAGE plpgsql AS $guard$
                 BEGIN
                     IF current_setting('\(Self.writerSetting)', true) IS DISTINCT FROM 'on' THEN
-                        RAISE EXCEPTION '\(HistoryRecord.refusal(verb: "writes to", table: Self.table).replacingOccurrences(of: "'", with: "''"))'
+                        RAISE EXCEPTION '\(HistoryRecord.refusal(verb: "writes to", table: Self.table).replacingEvery("'", with: "''"))'
                             USING ERRCODE = 'insufficient_privilege';
                     END IF;
                     RETURN COALESCE(NEW, OLD);

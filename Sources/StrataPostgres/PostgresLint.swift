@@ -341,7 +341,7 @@ enum PostgresLint {
         var setsClientEncodingOtherThanUTF8: String? {
             guard let value = settingValue("CLIENT_ENCODING") ?? (starts(with: "SET", "NAMES") && top.count > 2 ? top[2] : nil)
             else { return nil }
-            let name = value.text.uppercased().replacingOccurrences(of: "-", with: "").replacingOccurrences(of: "_", with: "")
+            let name = value.text.uppercased().replacingEvery("-", with: "").replacingEvery("_", with: "")
             return name == "UTF8" || name == "UNICODE" ? nil : (value.kind == .string ? "'\(value.text)'" : value.text)
         }
 

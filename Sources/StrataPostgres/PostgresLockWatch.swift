@@ -1,5 +1,14 @@
 import CLibPQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import StrataCore
 
 /// Names the session a migration's statement waited for, so a step that gave up waiting for a lock can say who
@@ -145,7 +154,7 @@ extension PostgresLockWait.Blocker {
         var parts = ["server process \(pid)\(who)"]
         if let state { parts.append(state) }
         if let seconds = transactionSeconds {
-            parts.append("in a transaction for " + (seconds < 10 ? String(format: "%.1f", seconds) : String(Int(seconds.rounded()))) + " s")
+            parts.append("in a transaction for " + (seconds < 10 ? printfFormat("%.1f", seconds) : String(Int(seconds.rounded()))) + " s")
         }
         if let query {
             let flat = query.split(whereSeparator: \.isWhitespace).joined(separator: " ")
@@ -237,7 +246,7 @@ extension PostgresConnection {
         }
         options = options.filter { overrides[$0.0] == nil } + overrides.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         return options.map { key, value in
-            "\(key)='" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+            "\(key)='" + value.replacingEvery("\\", with: "\\\\").replacingEvery("'", with: "\\'") + "'"
         }.joined(separator: " ")
     }
 }

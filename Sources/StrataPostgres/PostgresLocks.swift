@@ -1,5 +1,9 @@
 import CLibPQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// Strata's advisory locks on PostgreSQL, in the two-key form: the first key is Strata's namespace, so they

@@ -1,5 +1,9 @@
 import CLibPQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// Statement parameters as libpq takes them: text for numbers and strings, typed `unknown` so the server infers the

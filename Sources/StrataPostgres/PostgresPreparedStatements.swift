@@ -1,5 +1,9 @@
 import CLibPQ
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import StrataCore
 
 /// The server-side prepared statements of one session, by SQL text.

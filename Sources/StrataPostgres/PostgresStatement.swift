@@ -1,5 +1,9 @@
 import CLibPQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// One statement on a PostgreSQL connection, run with `PQexecParams` the first time its SQL runs on the session (so

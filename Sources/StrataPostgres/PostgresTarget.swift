@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// A PostgreSQL database named by a connection URI (command line or manifest) or a libpq keyword/value string

@@ -1,5 +1,9 @@
 import CLibPQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// PostgreSQL connection strings as Strata takes them: told from SQLite paths as libpq tells them, and with their

@@ -1,5 +1,14 @@
 import CSQLite
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import StrataCore
 
 /// What SQL that Strata runs on a user's behalf (migration files, seed loads) may do, decided by SQLite's authorizer
@@ -141,7 +150,7 @@ extension ConnectionAuthorizer {
 /// `sqlite3_errmsg` (a seed's insert, a script's statement) says why instead of SQLite's bare "not authorized".
 private final class Denials: @unchecked Sendable {
     static let shared = Denials()
-    private let lock = NSLock()
+    private let lock = Lock()
     private var reasons: [OpaquePointer: String] = [:]
 
     subscript(connection: OpaquePointer) -> String? {

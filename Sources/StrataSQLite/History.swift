@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// Reads and writes `strata_history`. All SQL about the history table lives here, and names it `main.strata_history`:

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// A SQLite database file named on the command line or in a manifest. Refuses names at which SQLite keeps no file

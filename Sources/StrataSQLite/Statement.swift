@@ -1,5 +1,9 @@
 import CSQLite
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// SQLite's "copy the bytes now" destructor, which Swift cannot import as a constant.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import StrataCore
 
 /// What a migration file can change on the connection that would otherwise outlive the file and change what later

@@ -46,6 +46,9 @@ struct Invocation {
     func all(_ name: String) -> [String] { values[name] ?? [] }
     func has(_ name: String) -> Bool { flags.contains(name) }
 
+    /// What `--format` takes.
+    static let formats = ["text", "json"]
+
     /// Parses `--name value`, `--name=value` and `--flag`; `--` ends the options.
     static func parse(_ arguments: [String], spec: CommandSpec) throws -> Invocation {
         var invocation = Invocation(spec: spec)
@@ -91,7 +94,7 @@ struct Invocation {
             }
             throw UsageError("missing argument; usage: \(spec.usage)")
         }
-        if let format = invocation.value("format"), format != "text", format != "json" {
+        if let format = invocation.value("format"), !formats.contains(format) {
             throw UsageError("--format must be 'text' or 'json', not '\(format)'")
         }
         return invocation

@@ -1,4 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CStrataBuild
 import Strata
 
 /// The command table and dispatch. Commands only parse, call the library, and render.
@@ -57,6 +67,9 @@ enum CLI {
                     details: "Exit 3 listing every problem as path:line: message."),
         CommandSpec(name: "schema", summary: "print the database's schema in a stable order, for diffing",
                     usage: "strata schema [--database PATH | --manifest PATH]", valueOptions: manifestOptions),
+        CommandSpec(name: "completion", summary: "print a bash completion script for strata's commands and options",
+                    usage: "strata completion bash", positionals: 1...1,
+                    details: "Load it with 'source <(strata completion bash)', or save it as\n/usr/share/bash-completion/completions/strata (the Debian package installs it there)."),
     ]
 
     static var usage: String {
@@ -70,7 +83,7 @@ enum CLI {
             """
         let width = commands.map(\.name.count).max() ?? 0
         for command in commands {
-            text += "  " + command.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + command.summary + "\n"
+            text += "  " + command.name.padded(to: width + 2) + command.summary + "\n"
         }
         text += """
 
@@ -79,12 +92,23 @@ enum CLI {
               --quiet              print nothing but errors
               --help               help for the command
 
-            Exit codes: 0 success or nothing to do, 1 a step failed, 2 usage error,
-                        3 drift, dirty state or validation failure,
-                        130/143 stopped by SIGINT/SIGTERM between steps.
+            Exit codes:
+              0        success or nothing to do
+              1        a step failed
+              2        usage error
+              3        drift, dirty state or validation failure
+              130/143  stopped by SIGINT/SIGTERM between steps
+
             Run 'strata <command> --help' or 'strata help <command>' for a command's options.
             """
         return text
+    }
+
+    /// The version, then the commit the build was told it was made from (`.ci/package` tells it; a plain
+    /// `swift build` does not).
+    static var versionText: String {
+        let commit = String(cString: strata_build_commit())
+        return "strata \(Strata.version)\ncommit \(commit.isEmpty ? "unknown" : commit)"
     }
 
     /// One command's usage, summary and details.
@@ -107,7 +131,7 @@ enum CLI {
             }
             return ExitCode.success
         case "--version", "version":
-            StandardOutput.print("strata \(Strata.version)")
+            StandardOutput.print(versionText)
             return ExitCode.success
         default:
             break
@@ -201,7 +225,7 @@ enum StandardOutput {
     }
 
     private final class FirstError: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Lock()
         private var error: Int32?
         var value: Int32? { lock.withLock { error } }
         func record(_ code: Int32) { lock.withLock { if error == nil { error = code } } }

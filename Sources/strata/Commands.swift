@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Strata
 
 /// One command's run: load what it needs through the library, call it, render the result.
@@ -19,6 +28,7 @@ struct Commands {
         case "new": return try newMigration()
         case "schema": return try schema()
         case "check": return try check()
+        case "completion": return try completion()
         default: throw UsageError("unknown command '\(invocation.spec.name)'")
         }
     }
@@ -351,6 +361,17 @@ struct Commands {
         return ExitCode.success
     }
 
+    private func completion() throws -> Int32 {
+        let shell = invocation.positionals[0]
+        guard Completion.shells.contains(shell) else {
+            throw UsageError("no completion for '\(shell)'; the shells are: \(Completion.shells.joined(separator: ", "))")
+        }
+        let script = Completion.bash()
+        if !output.json && !output.quiet { StandardOutput.print(script, terminator: "") }
+        output.object(["command": "completion", "shell": .string(shell), "script": .string(script)])
+        return ExitCode.success
+    }
+
     // MARK: Rendering
 
     /// "0.5 s", "2 s".
@@ -361,8 +382,8 @@ struct Commands {
     }
 
     static func appliedLine(_ step: AppliedStep, width: Int) -> String {
-        var line = "  applied  " + step.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "
-            + step.id.padding(toLength: max(width, step.id.count), withPad: " ", startingAt: 0)
+        var line = "  applied  " + step.kind.rawValue.padded(to: 9) + "  "
+            + step.id.padded(to: max(width, step.id.count))
         line += "  " + "\(step.durationMs) ms".leftPadded(to: 8)
         if let rows = step.rowCount { line += "  \(formatCount(rows)) rows" }
         if step.reason != .pending { line += "  (\(step.reason.rawValue))" }

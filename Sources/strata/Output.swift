@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where a command's output goes: text or JSON on stdout, logs and errors on stderr, nothing with `--quiet`.
 struct Output {
@@ -44,8 +53,8 @@ func table(_ rows: [[String]], indent: String = "  ") -> String {
     for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
     return rows.map { row in
         indent + row.enumerated().map { i, cell in
-            i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-        }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+            i == row.count - 1 ? cell : cell.padded(to: widths[i])
+        }.joined(separator: "  ").trimmingWhitespace()
     }.joined(separator: "\n")
 }
 

@@ -1,12 +1,21 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Strata
 
 /// Wiring only: SIGINT and SIGTERM become a `MigrationCancellation`, so `migrate` finishes (or rolls back) the
 /// current step and stops between steps instead of dying half-way; the exit code is then 128 + the signal.
 final class StopSignals: @unchecked Sendable {
     let cancellation = MigrationCancellation()
-    private let lock = NSLock()
+    private let lock = Lock()
     private var first: Int32?
     private var sources: [any DispatchSourceSignal] = []
 

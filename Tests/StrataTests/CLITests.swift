@@ -20,7 +20,15 @@ final class CLITests: XCTestCase {
 
     func testVersionHelpAndUsageErrors() throws {
         let dir = try makeTemporaryDirectory(self)
-        XCTAssertEqual(try runStrata(["--version"], in: dir).stdout, "strata \(Strata.version)\n")
+        let version = try runStrata(["--version"], in: dir)
+        XCTAssertEqual(version.status, 0)
+        // The commit is the one the build was given (STRATA_BUILD_COMMIT, as `.ci/package` gives it), else unknown.
+        let lines = version.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertEqual(lines.count, 3, version.stdout)
+        XCTAssertEqual(lines.first, "strata \(Strata.version)")
+        let commit = ProcessInfo.processInfo.environment["STRATA_BUILD_COMMIT"] ?? "unknown"
+        XCTAssertEqual(lines.dropFirst().first, "commit \(commit)"[...])
+        XCTAssertEqual(try runStrata(["version"], in: dir).stdout, version.stdout)
         let help = try runStrata(["--help"], in: dir)
         XCTAssertEqual(help.status, 0)
         XCTAssertTrue(help.stdout.contains("migrate"))
@@ -41,6 +49,74 @@ final class CLITests: XCTestCase {
         result = try runStrata(["migrate", "--help"], in: dir)
         XCTAssertEqual(result.status, 0)
         XCTAssertTrue(result.stdout.contains("--strict-order"))
+    }
+
+    /// `strata completion bash` is written from the parser's table of commands and options. Sourced in bash it offers
+    /// every command, and for each command the options that command's help names (its usage line, or the options
+    /// for every command) and no others, so the completion, the help and the man page written from the help agree.
+    func testCompletionOffersWhatTheParserTakesAndTheHelpShows() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let script = try runStrata(["completion", "bash"], in: dir)
+        XCTAssertEqual(script.status, 0, script.stderr)
+        let scriptFile = dir.appendingPathComponent("strata.bash")
+        try script.stdout.write(to: scriptFile, atomically: true, encoding: .utf8)
+        try "<manifest version=\"1\"/>".write(to: dir.appendingPathComponent("manifest.xml"), atomically: true, encoding: .utf8)
+        let help = try runStrata(["--help"], in: dir).stdout
+        let commandLines = help.components(separatedBy: "Commands:\n")[1].components(separatedBy: "\n\n")[0]
+        let commands = commandLines.split(separator: "\n").map { String($0.split(separator: " ")[0]) }
+        XCTAssertTrue(commands.contains("completion"))
+        let everyCommand = ["--format", "--quiet", "--help"]
+        XCTAssertTrue(everyCommand.allSatisfy { help.contains("  \($0)") })
+
+        /// What completion offers for each command line (its last word is being completed), in one run of bash.
+        func complete(_ lines: [[String]]) throws -> [[String]] {
+            var queries = "source \(scriptFile.path)\n"
+            for words in lines {
+                let quoted = words.map { "'" + $0 + "'" }.joined(separator: " ")
+                queries += "COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _strata; echo \"${COMPREPLY[*]}\"\n"
+            }
+            let bash = Process()
+            bash.executableURL = URL(fileURLWithPath: "/bin/bash")
+            bash.arguments = ["-c", queries]
+            bash.currentDirectoryURL = dir
+            let out = Pipe()
+            bash.standardOutput = out
+            try bash.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            bash.waitUntilExit()
+            XCTAssertEqual(bash.terminationStatus, 0)
+            return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                .map { $0.split(separator: " ").map(String.init) }
+        }
+
+        let optionPattern = try NSRegularExpression(pattern: "--[a-z][a-z-]*")
+        func options(in text: String) -> Set<String> {
+            Set(optionPattern.matches(in: text, range: NSRange(text.startIndex..., in: text)).map { String(text[Range($0.range, in: text)!]) })
+        }
+        let answers = try complete([["strata", ""]] + commands.map { ["strata", $0, "--"] })
+        XCTAssertEqual(Set(answers[0]), Set(commands + ["help", "--help", "--version"]))
+        for (command, offered) in zip(commands, answers.dropFirst()) {
+            let usage = try runStrata(["help", command], in: dir).stdout.components(separatedBy: "\n")[0]
+            XCTAssertTrue(usage.hasPrefix("Usage: strata \(command)"), usage)
+            XCTAssertEqual(Set(offered), options(in: usage).union(everyCommand), command)
+        }
+
+        let values = try complete([
+            ["strata", "new", "x", "--backend", ""],
+            ["strata", "migrate", "--format", "=", "j"],
+            ["strata", "status", "--format", "="],
+            ["strata", "migrate", "--manifest", "man"],
+            ["strata", "help", "mi"],
+            ["strata", "migrate", "--timeout", ""],
+            ["strata", "completion", ""],
+            ["strata", "plan", "--s"],
+        ])
+        XCTAssertEqual(values, [["sqlite", "postgresql"], ["json"], ["text", "json"], ["manifest.xml"], ["migrate"], [],
+                                ["bash"], ["--sql", "--strict-order"]])
+        XCTAssertEqual(try runStrata(["completion", "zsh"], in: dir).status, 2)
+        let json = try runStrata(["completion", "bash", "--format", "json"], in: dir)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: String]
+        XCTAssertEqual(object?["script"], script.stdout)
     }
 
     /// The example project and SQL lint are SQLite's: `SQLiteCommandTests.testValidateTheExampleAndRefusesVACUUMInsideATransaction`.

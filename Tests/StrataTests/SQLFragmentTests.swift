@@ -89,6 +89,20 @@ final class SQLFragmentTests: XCTestCase {
         }
     }
 
+    /// `"` followed by a combining mark is one character, which a character-wise replacement (Foundation's
+    /// `replacingOccurrences`) passes over, leaving that quote to end the identifier; quoting doubles it by bytes.
+    func testAQuoteFollowedByACombiningMarkIsStillDoubled() throws {
+        let name = "odd\"\u{301} INTEGER); DROP TABLE note; --"
+        XCTAssertEqual(Array(quoteIdentifier(name).utf8), Array("\"odd\"\"\u{301} INTEGER); DROP TABLE note; --\"".utf8))
+        try forEachBackend { backend in
+            let db = try database(backend)
+            try db.execute("CREATE TABLE \(identifier: name) (\(identifier: "value") INTEGER)")
+            try db.execute("INSERT INTO \(identifier: name) VALUES (\(7))")
+            XCTAssertEqual(try db.scalar("SELECT \(identifier: "value") FROM \(identifier: name)", as: Int.self), 7)
+            XCTAssertTrue(try db.tableExists("note"))
+        }
+    }
+
     func testAValueTheDatabaseCannotHoldIsRefusedBeforeRunning() throws {
         try forEachBackend { backend in
             let db = try database(backend)

@@ -116,5 +116,5 @@ public struct LintFinding: Sendable, Equatable {
 
 /// A name quoted as a standard SQL identifier (double quotes, doubled inside), safe for any name on every backend.
 public func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    "\"" + name.replacingEvery("\"", with: "\"\"") + "\""
 }

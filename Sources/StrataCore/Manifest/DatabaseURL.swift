@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A PostgreSQL connection URI as `<database url="…">` holds it: checked when the manifest loads, its `${NAME}`
 /// placeholders filled from the environment only when the URI is used, and its password kept out of everything
@@ -66,7 +70,7 @@ public enum DatabaseURL {
     /// percent-decoded and unquoted, wherever it stands as a whole word.
     public static func redacted(_ message: String, secretsOf location: String) -> String {
         var text = message
-        if !location.isEmpty { text = text.replacingOccurrences(of: location, with: redacted(location)) }
+        if !location.isEmpty { text = text.replacingEvery(location, with: redacted(location)) }
         var bytes = Array(text.utf8)
         for piece in secretPieces(of: location) {
             bytes = replacingWords(Array(piece.utf8), in: bytes)
@@ -218,7 +222,7 @@ public enum DatabaseURL {
         }
         func keyOf(_ parameter: Range<Int>) -> String? {
             guard let equals = bytes[parameter].firstIndex(of: UInt8(ascii: "=")) else { return nil }
-            return String(decoding: percentDecoded(bytes[parameter.lowerBound..<equals]), as: UTF8.self).trimmingCharacters(in: .whitespaces)
+            return String(decoding: percentDecoded(bytes[parameter.lowerBound..<equals]), as: UTF8.self).trimmingWhitespace()
         }
         var ranges: [Range<Int>] = []
         var index = 0

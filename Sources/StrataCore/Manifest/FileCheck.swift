@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What a path is, learnt from `stat`/`lstat` without opening it: opening a FIFO blocks until a writer comes and
 /// reading `/dev/zero` never ends, so anything that is not a regular file is refused before it is read.
@@ -22,6 +31,13 @@ enum FileCheck {
         }
         guard info.st_mode & S_IFMT == S_IFREG else { return "\(path) is \(RegularFile.kind(info.st_mode)), not a regular file" }
         return access(path, R_OK) == 0 ? nil : "permission denied: \(path)"
+    }
+
+    /// Whether `path` is a directory or a symbolic link to one (what `FileManager.fileExists(atPath:isDirectory:)`
+    /// answers, without its platform-dependent `ObjCBool`).
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
     /// Device and inode: the same file under any name, so a cycle through a symbolic link is still a cycle.
@@ -66,7 +82,7 @@ enum FileCheck {
     /// not dropped (FileManager leaves such names out or mangles them).
     static func rawEntries(of directory: String) throws -> [[UInt8]] {
         guard let handle = opendir(directory) else {
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))])
+            throw RegularFile.OpenError(description: String(cString: strerror(errno)))
         }
         defer { closedir(handle) }
         var names: [[UInt8]] = []

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A database described by a manifest: the ordered plan of migrations and seeds for each backend, and the model
 /// mappings.

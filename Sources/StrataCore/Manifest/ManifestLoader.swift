@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Reads a manifest and its includes into a `Manifest`, collecting every problem rather than stopping at the first.
 struct ManifestLoader {
@@ -25,7 +34,7 @@ struct ManifestLoader {
             throw ManifestError(problems: [ManifestProblem(SourceLocation(path: path, line: 1), Self.message(failure, "cannot read the manifest"))])
         }
         includeStack = [(resolved, FileCheck.identity(of: resolved))]
-        read(bytes, path: path, directory: (resolved as NSString).deletingLastPathComponent, isTop: true)
+        read(bytes, path: path, directory: PathComponents.deletingLast(resolved), isTop: true)
         return try finish(path: path)
     }
 
@@ -87,7 +96,7 @@ struct ManifestLoader {
 
         /// The path of a file this manifest names, as the user would write it next to the manifest's path.
         func written(_ relative: String) -> String {
-            relative.hasPrefix("/") ? relative : ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(relative)
+            relative.hasPrefix("/") ? relative : PathComponents.appending(relative, to: PathComponents.deletingLast(path))
         }
     }
 
@@ -135,15 +144,14 @@ struct ManifestLoader {
         if let directoryBackend { namedBackends.insert(directoryBackend) }
         if let relative = element.attribute("directory") {
             let resolved = context.resolve(relative)
-            var isDirectory: ObjCBool = false
-            if !FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            if !FileCheck.isDirectory(resolved) {
                 problem(element, "migrations directory '\(relative)' does not exist (looked for \(resolved))")
             } else {
                 directory = resolved
                 do {
                     for name in try FileCheck.rawEntries(of: resolved) {
                         guard let id = migrationName(name, in: relative, element) else { continue }
-                        let file = (resolved as NSString).appendingPathComponent(id)
+                        let file = PathComponents.appending(id, to: resolved)
                         if let reason = FileCheck.problem(at: file) {
                             problem(element, "migration file '\(id)' in '\(relative)' cannot be read (\(reason))")
                             continue
@@ -154,7 +162,7 @@ struct ManifestLoader {
                                                     backends: directoryBackend.map { [$0] })
                     }
                 } catch {
-                    problem(element, "cannot list migrations directory '\(relative)': \(error.localizedDescription)")
+                    problem(element, "cannot list migrations directory '\(relative)': \(error)")
                 }
             }
         }
@@ -176,7 +184,7 @@ struct ManifestLoader {
                 continue
             }
             listed[resolved] = child.line
-            found[resolved] = MigrationStep(id: child.attribute("id") ?? (resolved as NSString).lastPathComponent, path: resolved,
+            found[resolved] = MigrationStep(id: child.attribute("id") ?? PathComponents.last(resolved), path: resolved,
                                             runsInTransaction: child.attribute("transaction") != "none",
                                             enforcesForeignKeys: (child.attribute("foreignKeys") ?? element.attribute("foreignKeys")) == "on",
                                             location: child.location,
@@ -291,7 +299,7 @@ struct ManifestLoader {
 
         let contexts = element.attribute("context").map(Self.list) ?? []
         seeds.append(SeedStep(
-            id: element.attribute("id") ?? (resolved as NSString).lastPathComponent, path: resolved, table: table,
+            id: element.attribute("id") ?? PathComponents.last(resolved), path: resolved, table: table,
             after: element.attribute("after"), mode: mode, key: key,
             onChange: onChange,
             contexts: contexts, delimiter: delimiter, nullToken: element.attribute("null"), columns: columns,
@@ -327,7 +335,7 @@ struct ManifestLoader {
         let resolved = context.resolve(relative)
         let identity = FileCheck.identity(of: resolved)
         if let start = includeStack.firstIndex(where: { $0.path == resolved || (identity != nil && $0.identity == identity) }) {
-            let names = includeStack[start...].map { ($0.path as NSString).lastPathComponent }
+            let names = includeStack[start...].map { PathComponents.last($0.path) }
             let same = includeStack[start].path == resolved ? "" : " (the same file as \(names[0]))"
             problem(element, "include cycle: \((names + [relative]).joined(separator: " → "))\(same)")
             return
@@ -341,7 +349,7 @@ struct ManifestLoader {
             return
         }
         includeStack.append((resolved, identity))
-        read(bytes, path: context.written(relative), directory: (resolved as NSString).deletingLastPathComponent,
+        read(bytes, path: context.written(relative), directory: PathComponents.deletingLast(resolved),
              isTop: false)
         includeStack.removeLast()
     }
@@ -371,7 +379,7 @@ struct ManifestLoader {
                 byPath[identity(migration.path)] = migration
                 if let first = byID[migration.id] {
                     if identity(first.path) == identity(migration.path) { continue }
-                    let named = [first, migration].contains { $0.id != ($0.path as NSString).lastPathComponent }
+                    let named = [first, migration].contains { $0.id != PathComponents.last($0.path) }
                     let plan = Self.plan(of: backend, first, migration)
                     var message = named
                         ? "migration id '\(migration.id)' is used twice\(plan) (\(first.path) and \(migration.path)); ids must be unique"
@@ -456,7 +464,7 @@ struct ManifestLoader {
     }
 
     static func list(_ text: String) -> [String] {
-        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        text.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
     }
 
     /// A manifest that cannot be read: `what` and the reason, or the size limit it exceeds.

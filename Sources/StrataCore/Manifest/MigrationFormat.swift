@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How a migration file is laid out.
 ///
@@ -213,7 +222,7 @@ struct SectionScanner {
             return
         }
         guard let marker = Marker(comment: text.dropFirst(2)) else { return }
-        let shown = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        let shown = String(decoding: text, as: UTF8.self).trimmingWhitespace()
         guard marker.tool == format else {
             if format == .plain {
                 throw MigrationFormatError(line: line, message: "'\(shown)' is a \(marker.tool.toolName) section marker: "

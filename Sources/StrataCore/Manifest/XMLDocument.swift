@@ -1,5 +1,9 @@
 import CLibXML2
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A parsed XML document, read safely: no network, no DTD loading, no entity substitution,
 /// and any document whose DOCTYPE declares entities is refused before libxml2 sees it.
@@ -169,8 +173,8 @@ final class ErrorCollector {
 
     func record(_ error: xmlErrorPtr) {
         let raw = error.pointee.message.map { String(cString: $0) } ?? "XML error"
-        let message = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-            .replacingOccurrences(of: "Element '", with: "element '")
+        let message = raw.trimmingWhitespace(newlines: true)
+            .replacingEvery("Element '", with: "element '")
         let line = max(Int(error.pointee.line), 1)
         let column = error.pointee.domain == Int32(XML_FROM_PARSER.rawValue) && error.pointee.int2 > 0
             ? Int(error.pointee.int2) : nil

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Encodes values of one type straight into a prepared statement's parameters, for batch writes: no
 /// intermediate row, one comparison per property against the order learned from the first value.

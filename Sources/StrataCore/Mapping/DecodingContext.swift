@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The state of decoding rows of one statement into a `Decodable` type: the current row, the learned key order and
 /// the keyed container every row reuses.

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One column of the current row being read into a property, with strict conversion rules: every mismatch is a
 /// `MappingError`. The key's name is asked for only when a read fails, so the success path never builds it.

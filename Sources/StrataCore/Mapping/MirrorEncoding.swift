@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Column values of a value that is not `Encodable`, read from its stored properties with `Mirror`.
 /// Slower than the `Encodable` path (about 7× per value), so it is the fallback, not the hot path.

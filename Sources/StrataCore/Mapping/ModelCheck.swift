@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One way a Swift type and its table disagree.
 public struct ModelMismatch: Sendable, Equatable, CustomStringConvertible {

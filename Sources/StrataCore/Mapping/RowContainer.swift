@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How a backend reads a column of the current row for the mapper: a static function, so each field costs a
 /// direct read of the backend's handle (`DecodingContext.columnSource`), not a call through the statement object

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Thrown by a column decoder when the value is a nested keyed or unkeyed structure, stored as JSON text.
 struct NeedsJSON: Error {}

@@ -1,5 +1,14 @@
 import CCrypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// SHA-256 of a file's content with line endings normalised where they are layout, so an editor switching CRLF and
 /// LF (or adding a UTF-8 BOM) is not drift, while any other change is, including a line ending inside a SQL string

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Asks a running `Migrator.migrate` to stop at the next step boundary.
 ///
@@ -7,7 +11,7 @@ import Foundation
 /// process's `transaction="none"` step is given up at once, without claiming the step. Safe to call from any thread,
 /// e.g. a signal handler's queue.
 public final class MigrationCancellation: @unchecked Sendable, Equatable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var cancelled = false
 
     public init() {}

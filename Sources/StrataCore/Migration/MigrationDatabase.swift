@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the runner needs from a database beyond statements: its history table, the lock that makes each step run
 /// exactly once, running a file under the backend's rules, and keeping one step's effects on the connection from

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Creates new migration files with a prefix that sorts after every existing one.
 public enum MigrationFile {
@@ -23,7 +27,7 @@ public enum MigrationFile {
             throw MigrationError.invalidStep("the name \(name.debugDescription) contains the \(kind) U+\(String(repeating: "0", count: max(0, 4 - code.count)))\(code) at position \(offset + 1); a migration name is one line of printable text")
         }
         let slug = name.lowercased().unicodeScalars
-            .map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? String($0) : "_" }
+            .map { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) ? String($0) : "_" }
             .joined()
             .split(separator: "_").joined(separator: "_")
         guard !slug.isEmpty else {
@@ -46,7 +50,7 @@ public enum MigrationFile {
         }
         let number = String(decoding: decimalSuccessor(highest), as: UTF8.self)
         let prefix = String(repeating: "0", count: max(0, width - number.count)) + number
-        let path = (directory as NSString).appendingPathComponent("\(prefix)_\(slug).sql")
+        let path = PathComponents.appending("\(prefix)_\(slug).sql", to: directory)
         guard !FileManager.default.fileExists(atPath: path) else {
             throw MigrationError.invalidStep("\(path) already exists")
         }

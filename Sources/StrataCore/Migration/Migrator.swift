@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Brings a database up to date with a manifest: each migration and seed exactly once, each completely or not at all.
 ///
@@ -228,7 +232,7 @@ public struct Migrator {
                 fingerprint = (try? Checksum.ofFile(atPath: migration.path, content: .sql)) ?? "unreadable"
             case .seed(let seed):
                 let attributes = try? FileManager.default.attributesOfItem(atPath: seed.path)
-                let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
+                let size = (attributes?[.size] as? UInt).map { Int64($0) } ?? (attributes?[.size] as? Int).map { Int64($0) } ?? -1
                 let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
                 fingerprint = "\(size)@\(modified)"
             }
@@ -414,7 +418,7 @@ public struct Migrator {
                 guard retries > 0 else { throw failure }
                 let seconds = Double(milliseconds(since: started)) / 1000
                 throw failure.with(message: failure.message
-                    + "; gave up after \(retries + 1) attempts in \(String(format: "%.1f", seconds)) s (\(retries) retr\(retries == 1 ? "y" : "ies")); run again once the session holding the lock is done, or raise --lock-timeout or --lock-retries")
+                    + "; gave up after \(retries + 1) attempts in \(printfFormat("%.1f", seconds)) s (\(retries) retr\(retries == 1 ? "y" : "ies")); run again once the session holding the lock is done, or raise --lock-timeout or --lock-retries")
             }
             retries += 1
             progress?(.retrying(id: step.id, retry: retries, of: options.lockRetries, delay: delay, reason: failure.description))
@@ -433,7 +437,7 @@ public struct Migrator {
             if cancellation?.isCancelled == true { throw Cancelled() }
             let left = end - ContinuousClock.now
             let slice = min(left, .milliseconds(50))
-            Thread.sleep(forTimeInterval: Double(slice.components.seconds) + Double(slice.components.attoseconds) / 1e18)
+            sleepBlocking(for: slice)
         }
         if cancellation?.isCancelled == true { throw Cancelled() }
     }
@@ -541,7 +545,7 @@ public struct Migrator {
                 throw MigrationError.lockTimeout("\(migration.id) is being applied by another process and did not finish within \(options.waitTimeout); run again once it is done")
             }
             progress?(.waiting("\(migration.id) is being applied by another process; waiting"))
-            Thread.sleep(forTimeInterval: 0.2)
+            sleepBlocking(for: .milliseconds(200))
             if options.cancellation?.isCancelled == true { throw Cancelled() }
         }
 

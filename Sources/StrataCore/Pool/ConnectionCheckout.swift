@@ -1,5 +1,9 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// At most `capacity` connections of one pool, lent one holder at a time: an idle one when there is one, else the
 /// right to open another while fewer than `capacity` exist, else a wait in line (threads and tasks alike, first
@@ -20,7 +24,7 @@ package final class ConnectionCheckout<Connection>: @unchecked Sendable {
     package let timeout: Duration
     /// How the timeout error names the pool ("the SQLite pool's readers").
     private let name: String
-    private let lock = NSLock()
+    private let lock = Lock()
     // Guarded by `lock`:
     private var idle: [Connection] = []
     /// Connections that exist or are being opened: idle, lent, and granted places.
@@ -181,6 +185,6 @@ package final class ConnectionCheckout<Connection>: @unchecked Sendable {
     package static func describe(_ duration: Duration) -> String {
         let milliseconds = milliseconds(duration)
         if milliseconds < 1000 { return "\(milliseconds) ms" }
-        return String(format: "%.1f s", Double(milliseconds) / 1000)
+        return printfFormat("%.1f s", Double(milliseconds) / 1000)
     }
 }

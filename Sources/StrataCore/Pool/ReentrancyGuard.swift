@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Marks the threads on which a pool is running a body, so that calling the pool again from inside one is an error
 /// instead of a wait for a connection the caller itself holds (a deadlock once every connection is held so).

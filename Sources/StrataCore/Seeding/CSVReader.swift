@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A malformed CSV file, with the physical place (lines count breaks inside quoted fields).
 public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {

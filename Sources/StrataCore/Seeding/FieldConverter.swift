@@ -163,6 +163,6 @@ struct FieldConverter: ~Copyable {
         let field = reader.field(index)
         if field.bytes.isEmpty && !field.isQuoted { return "NULL" }
         let text = String(decoding: reader.text(of: field), as: UTF8.self).truncated(to: 60)
-        return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        return "'" + text.replacingEvery("'", with: "''") + "'"
     }
 }

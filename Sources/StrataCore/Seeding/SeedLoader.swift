@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A seed set that cannot be loaded: the file and line, and what is wrong (with the column and value).
 public struct SeedError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Every failure of the database layer, whichever database: what kind of failure it was, the backend's own code
 /// and message, and the SQL that failed.
@@ -88,7 +92,7 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
 
     static func shorten(_ sql: String) -> String {
         let flat = sql.split(whereSeparator: \.isNewline).joined(separator: " ")
-            .trimmingCharacters(in: .whitespaces)
+            .trimmingWhitespace()
         return flat.truncated(to: 200)
     }
 }

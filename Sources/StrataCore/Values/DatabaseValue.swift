@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One SQLite value, in SQLite's five storage classes.
 public enum DatabaseValue: Equatable, Hashable, Sendable, CustomStringConvertible {
@@ -26,8 +30,8 @@ public enum DatabaseValue: Equatable, Hashable, Sendable, CustomStringConvertibl
         case .null: "NULL"
         case .integer(let value): String(value)
         case .real(let value): String(value)
-        case .text(let value): "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
-        case .blob(let data): "X'" + data.map { String(format: "%02X", $0) }.joined() + "'"
+        case .text(let value): "'" + value.replacingEvery("'", with: "''") + "'"
+        case .blob(let data): "X'" + data.map { printfFormat("%02X", $0) }.joined() + "'"
         }
     }
 }

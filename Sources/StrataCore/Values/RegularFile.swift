@@ -1,4 +1,15 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+private let systemRead = Glibc.read
+#elseif canImport(Darwin)
+import Darwin
+private let systemRead = Darwin.read
+#endif
 
 /// A regular file opened for reading in chunks. Anything else (a FIFO, a device such as `/dev/zero`, a directory)
 /// is refused when opening, because reading it would block forever, never end, or mean nothing as SQL or CSV.
@@ -39,7 +50,7 @@ package final class RegularFile {
         var bytes = [UInt8](repeating: 0, count: max(1, min(count, size + 1)))
         let got = bytes.withUnsafeMutableBytes { raw -> Int in
             while true {
-                let result = Foundation.read(descriptor, raw.baseAddress, raw.count)
+                let result = systemRead(descriptor, raw.baseAddress, raw.count)
                 if result >= 0 || errno != EINTR { return result }
             }
         }

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// SQLite's lexical rules for SQL text as a byte-at-a-time state machine that keeps its state across chunks, so
 /// text of any size is scanned once, in time linear in its length and in memory independent of it.
