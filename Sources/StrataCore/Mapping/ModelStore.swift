@@ -589,6 +589,10 @@ final class StatementCache {
     private var statements: [String: any PreparedStatement] = [:]
     private var lastShape: RowShape?
     private var inserts: [String: (String, Bool)] = [:]
+    // The last INSERT and statement asked for: a batch's values mostly name the same columns, and comparing with the
+    // last costs less per row than building and hashing a key.
+    private var lastInsert: (kept: [Int], conflict: String, made: (String, Bool))?
+    private var lastStatement: (sql: String, statement: any PreparedStatement)?
 
     func shape(for properties: [String], make: ([String]) -> RowShape) -> RowShape {
         if let lastShape, lastShape.properties == properties { return lastShape }
@@ -598,17 +602,19 @@ final class StatementCache {
     }
 
     func insert(kept: [Int], conflict: String, make: () -> (String, Bool)) -> (String, Bool) {
+        if let lastInsert, lastInsert.kept == kept, lastInsert.conflict == conflict { return lastInsert.made }
         let key = kept.map(String.init).joined(separator: ",") + "|" + conflict
-        if let known = inserts[key] { return known }
-        let made = make()
+        let made = inserts[key] ?? make()
         inserts[key] = made
+        lastInsert = (kept, conflict, made)
         return made
     }
 
     func statement(_ sql: String, compile: () throws -> any PreparedStatement) throws -> any PreparedStatement {
-        if let known = statements[sql] { return known }
-        let compiled = try compile()
-        statements[sql] = compiled
-        return compiled
+        if let lastStatement, lastStatement.sql == sql { return lastStatement.statement }
+        let statement = try statements[sql] ?? compile()
+        statements[sql] = statement
+        lastStatement = (sql, statement)
+        return statement
     }
 }
