@@ -129,8 +129,12 @@ public final class PostgresStatement {
 
     private func execute() throws -> PostgresResult {
         executions += 1
-        // A batch's statement, run again and again, asks the session's list once.
-        let repeated = executions > 1 || connection.preparesEveryStatement || connection.prepared.isRepeated(sql)
+        // A batch's statement, run again and again, is prepared from its second run. Another statement object's SQL is
+        // prepared from its second run on the session only outside a transaction block: there a prepared statement
+        // the server refuses after a table changed ("cached plan must not change result type") can be prepared and run
+        // again at once, where inside a block the refusal would have aborted the caller's transaction.
+        let repeated = executions > 1 || connection.preparesEveryStatement
+            || (connection.transactionStatus == PQTRANS_IDLE && connection.prepared.isRepeated(sql))
         return repeated ? try connection.runPrepared(sql, parameters) : try connection.run(sql, parameters)
     }
 
