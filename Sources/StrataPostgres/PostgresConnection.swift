@@ -37,8 +37,13 @@ public final class PostgresConnection {
     /// Whose transaction a statement must not end (`withTransaction`, a pool's `read` or `write`), while its body
     /// runs: the call that opened it, which commits or rolls it back itself.
     var transactionOwner: String?
+    /// The last SQL text `confirmTransactionOpen` found ends no transaction.
+    private var lastSQLEndingNoTransaction: String?
     /// Server-side prepared statements by SQL text (`runPrepared`), forgotten when the session is reset.
     var prepared = PostgresPreparedStatements()
+    /// Whether `double precision` prints exactly (`extra_float_digits` above 0, as Strata sets it), which a binary
+    /// read of one must match (`noteDeallocation` reads it again after a statement that may have changed it).
+    var floatTextIsExact = true
     /// Prepares every statement on its first run, not its second: how the tests run the mapper's conformance suite
     /// through prepared statements and binary results.
     var preparesEveryStatement = false
@@ -115,11 +120,11 @@ public final class PostgresConnection {
         // The simple protocol returns only the last result; earlier ones were consumed by libpq.
     }
 
-    /// Runs one statement with parameters and returns its result.
-    func run(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
+    /// Runs one statement with parameters and returns its result, in binary if asked (`PostgresBinary`).
+    func run(_ sql: String, _ parameters: PostgresParameters, binary: Bool = false) throws -> PostgresResult {
         try confirmTransactionOpen(sql: sql)
         let result = parameters.withPointers { count, types, values, lengths, formats in
-            PostgresResult(PQexecParams(handle, sql, count, types, values, lengths, formats, 0))
+            PostgresResult(PQexecParams(handle, sql, count, types, values, lengths, formats, binary ? 1 : 0))
         }
         try check(result, sql: sql)
         try confirmTransactionKept(result, sql: sql)
@@ -144,8 +149,19 @@ public final class PostgresConnection {
 
     /// Refuses to run a statement of a body whose transaction a statement before it ended (an error the body
     /// caught and went on from): it would run on its own, committed at once.
+    /// A statement that would end it (`COMMIT`, `ROLLBACK`, with or without `AND CHAIN`) is refused before it runs, and
+    /// the transaction stays as it was: a function or procedure cannot end a transaction block, so the statement's
+    /// own words are the whole story.
     func confirmTransactionOpen(sql: String) throws {
-        guard let owner = transactionOwner, transactionStatus == PQTRANS_IDLE else { return }
+        guard let owner = transactionOwner else { return }
+        // A batch runs one SQL text again and again: read once.
+        if sql != lastSQLEndingNoTransaction, let command = PostgresLint.transactionEnd(in: sql) {
+            throw DatabaseError(kind: .misuse, code: nil,
+                                message: "\(command) would end \(owner)'s transaction, which Strata commits or rolls back itself when the body returns or throws; it did not run, and the transaction is as it was",
+                                sql: sql)
+        }
+        lastSQLEndingNoTransaction = sql
+        guard transactionStatus == PQTRANS_IDLE else { return }
         throw DatabaseError(kind: .misuse, code: nil,
                             message: "\(owner)'s transaction was ended by an earlier statement of the body (its own COMMIT or ROLLBACK), so this one would run outside it, committed at once; it did not run",
                             sql: sql)

@@ -27,7 +27,8 @@ public struct PostgresDialect: SQLDialect {
     /// A Swift array (JSON text) into an array column goes as PostgreSQL's array text (`PostgresArrays`).
     /// A value the column would change without an error is refused: more fraction digits than a `numeric(p, s)`
     /// keeps (the server rounds), a string longer than a `varchar(n)` or `char(n)` only by trailing spaces (the
-    /// server cuts them).
+    /// server cuts them) or shorter than a `char(n)` (the server pads it), a `Double` a `real` cannot hold exactly,
+    /// a `Date` with a time of day into a `date`.
     public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue {
         switch value {
         case .text(let json) where declaredType.hasSuffix("[]") && json.first == "[":
@@ -47,10 +48,30 @@ public struct PostgresDialect: SQLDialect {
                 throw DatabaseError(kind: .conversion, code: nil,
                                     message: "is \(text.unicodeScalars.count) characters, longer than \(declaredType) holds (PostgreSQL would cut trailing spaces without an error)")
             }
+            if declaredType.hasPrefix("character("), let length = Self.typeModifiers(declaredType).first,
+               text.unicodeScalars.count < length {
+                throw DatabaseError(kind: .conversion, code: nil,
+                                    message: "is \(text.unicodeScalars.count) characters, and \(declaredType) pads it with spaces to \(length), so it would read back other than written; use varchar(\(length)) or text")
+            }
+        case .real(let real) where declaredType == "real" && !real.isNaN && Double(Float(real)) != real:
+            throw DatabaseError(kind: .conversion, code: nil,
+                                message: "\(real) needs more precision than real (single precision) keeps; PostgreSQL would round it to \(Float(real)); use double precision, or a Float property")
+        case .text(let text) where declaredType == "date" && Self.hasTimeOfDay(text):
+            throw DatabaseError(kind: .conversion, code: nil,
+                                message: "\(text) has a time of day, which a date column does not keep; PostgreSQL would drop it; use timestamptz, or a date at midnight UTC")
         default:
             break
         }
         return value
+    }
+
+    /// Whether ISO-8601 text (`2024-01-01T10:00:00.5Z`) has a time of day other than midnight.
+    private static func hasTimeOfDay(_ text: String) -> Bool {
+        let characters = Array(text)
+        guard characters.count > 11, characters[10] == "T" || characters[10] == " " else { return false }
+        var time = characters[11...]
+        if let zone = time.firstIndex(where: { $0 == "Z" || $0 == "+" || $0 == "-" }) { time = time[..<zone] }
+        return time.contains { ("1"..."9").contains($0) }
     }
 
     /// `numeric(10,2)` → [10, 2]; `character varying(8)` → [8].

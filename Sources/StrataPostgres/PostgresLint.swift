@@ -54,6 +54,24 @@ enum PostgresLint {
         return findings
     }
 
+    /// The first statement of `sql` that would end the transaction it runs in (`Statement.endsTransaction`), if any.
+    static func transactionEnd(in sql: String) -> String? {
+        // Most statements name none of the words, and are not tokenized.
+        let upper = sql.uppercased()
+        guard ["COMMIT", "END", "ROLLBACK", "ABORT", "PREPARE"].contains(where: upper.contains) else { return nil }
+        var script = PostgresScript(bytes: Array(sql.utf8))
+        script.recordsTokens = true
+        while let piece = try? script.next() {
+            switch piece {
+            case .statement, .copy:
+                if let command = Statement(script.tokens).endsTransaction { return command }
+            case .metaCommand:
+                continue
+            }
+        }
+        return nil
+    }
+
     private static func findings(for statement: PostgresStatementText, in script: PostgresScript,
                                  insideTransaction: Bool) -> [LintFinding] {
         var findings: [LintFinding] = []
@@ -121,6 +139,20 @@ enum PostgresLint {
         }
 
         // MARK: Transaction control
+
+        /// The command, when the statement ends the transaction it runs in: `COMMIT`, `END`, `ROLLBACK` or `ABORT`
+        /// (with or without `AND CHAIN`, which opens another at once), or `PREPARE TRANSACTION`.
+        var endsTransaction: String? {
+            guard let first = top.first, first.kind == .word else { return nil }
+            let second = top.dropFirst().first
+            switch first.text {
+            case "ROLLBACK" where top.prefix(3).contains(where: { $0.isWord("TO") }): return nil
+            case "COMMIT" where second?.isWord("PREPARED") == true, "ROLLBACK" where second?.isWord("PREPARED") == true: return nil
+            case "COMMIT", "END", "ROLLBACK", "ABORT": return first.text
+            case "PREPARE" where second?.isWord("TRANSACTION") == true: return "PREPARE TRANSACTION"
+            default: return nil
+            }
+        }
 
         /// Why the statement may not run, when it is BEGIN, COMMIT, a savepoint or two-phase commit.
         func transactionControl(insideTransaction: Bool) -> String? {

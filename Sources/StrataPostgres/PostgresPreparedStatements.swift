@@ -6,52 +6,78 @@ import Darwin
 #endif
 import StrataCore
 
-/// The server-side prepared statements of one session, by SQL text.
+/// The server-side prepared statements of one session, by SQL text, and which SQL texts read in binary.
 ///
-/// A SQL text run a second time on a session (by the same statement object, such as a batch's insert, or by
-/// another, such as a program's repeated query) is prepared and described once, then executed by name: parsed and
-/// planned once, and its result asked for in binary when every column has a binary reading (`PostgresBinary`). As
-/// pgJDBC does after its prepare threshold. Bounded: past `capacity` statements, new SQL runs unprepared.
+/// A statement object run a second time (a batch's insert) runs as a prepared statement, prepared and described once:
+/// parsed and planned once for the batch, not per row, its result in binary when every column has a binary reading.
+/// Any other run is parsed anew; its result comes in binary when an earlier text run of the same SQL on the session
+/// was a `SELECT` whose columns all have a binary reading (`learn(from:sql:)`).
 struct PostgresPreparedStatements {
     struct Entry {
         let name: String
         /// The parameter types it was prepared with: a run binding other types runs unprepared, as it would have.
         let parameterTypes: [Oid]
-        /// Whether every result column has a binary reading.
-        let binaryResult: Bool
-        /// Whether a result column is a date or timestamp, whose binary reading is the text of a UTC, ISO session.
+        let reading: BinaryReading?
+    }
+
+    /// What a result read in binary holds that the session's settings decide the text of.
+    struct BinaryReading {
+        /// A date or timestamp, whose binary reading is the text of a UTC, ISO session.
         let readsDates: Bool
+        /// A `double precision`, whose text is exact only while `extra_float_digits` is above 0.
+        let readsFloats: Bool
+
+        /// Nil unless every column of `types` has a binary reading.
+        init?(_ types: [Oid]) {
+            guard !types.isEmpty, types.allSatisfy(PostgresBinary.isReadable) else { return nil }
+            readsDates = types.contains { [PostgresType.date, PostgresType.timestamp, PostgresType.timestamptz].contains($0) }
+            readsFloats = types.contains(PostgresType.float8)
+        }
     }
 
     private var entries: [String: Entry] = [:]
-    /// SQL texts run once on the session, unprepared; forgotten in bulk past `capacity * 4`.
-    private var seen: Set<String> = []
+    private var binary: [String: BinaryReading] = [:]
     private var count = 0
+    /// Set apart from names a program prepares itself.
+    private let prefix = "strata_\(UInt32.random(in: 0...UInt32.max))_"
     static let capacity = 256
 
     func entry(for sql: String) -> Entry? { entries[sql] }
 
-    /// Notes a run of `sql`; true when it ran before on this session, so it is worth preparing.
-    mutating func isRepeated(_ sql: String) -> Bool {
-        if entries[sql] != nil { return true }
-        if seen.contains(sql) { return entries.count < Self.capacity }
-        if seen.count >= Self.capacity * 4 { seen.removeAll(keepingCapacity: true) }
-        seen.insert(sql)
-        return false
-    }
-
     /// A name no statement of this session has had.
     mutating func newName() -> String {
         count += 1
-        return "strata_\(count)"
+        return prefix + String(count)
     }
 
-    mutating func add(_ entry: Entry, for sql: String) { entries[sql] = entry }
+    /// Keeps a prepared statement; past `capacity` a new one is not kept (and is prepared again when next needed).
+    mutating func add(_ entry: Entry, for sql: String) {
+        if entries.count < Self.capacity { entries[sql] = entry }
+    }
 
     mutating func forget(_ sql: String) { entries[sql] = nil }
 
     /// After `DISCARD ALL`, `DEALLOCATE` or a session reset: the server has dropped them.
     mutating func forgetAll() { entries.removeAll() }
+
+    /// Notes from a text run's result whether its SQL may read in binary from now on: a `SELECT` (run again, it has
+    /// no effect a retry in text would repeat) whose columns all have a binary reading.
+    mutating func learn(from result: PostgresResult, sql: String) {
+        guard let handle = result.handle, PQfformat(handle, 0) == 0,
+              let tag = PQcmdStatus(handle), strncmp(tag, "SELECT ", 7) == 0 else { return }
+        let reading = BinaryReading((0..<PQnfields(handle)).map { PQftype(handle, $0) })
+        if binary.count >= Self.capacity * 4 { binary.removeAll(keepingCapacity: true) }
+        binary[sql] = reading
+    }
+
+    mutating func forgetBinary(_ sql: String) { binary[sql] = nil }
+
+    /// Whether a run of `sql` asks for its result in binary: learned so, and the session prints what it holds as
+    /// every Strata session does.
+    func readsInBinary(_ sql: String, connection: PostgresConnection) -> Bool {
+        guard let reading = binary[sql] else { return false }
+        return connection.printsAsStrata(reading)
+    }
 
     /// Whether a statement's command tag, or (for several statements run at once, of which libpq returns the last
     /// result) its text, may have deallocated the session's prepared statements. A function that deallocates them
@@ -91,7 +117,7 @@ extension PostgresConnection {
     private func executePrepared(_ entry: PostgresPreparedStatements.Entry, _ parameters: PostgresParameters) -> PostgresResult {
         // Binary timestamps and dates are printed as a UTC, ISO session prints them; a session a body set to another
         // zone or style reads them as text, as the server prints them there.
-        let binary: Int32 = entry.binaryResult && (!entry.readsDates || sessionPrintsDatesAsStrata) ? 1 : 0
+        let binary: Int32 = entry.reading.map(printsAsStrata) == true ? 1 : 0
         return parameters.withPointers { count, _, values, lengths, formats in
             PostgresResult(PQexecPrepared(handle, entry.name, count, values, lengths, formats, binary))
         }
@@ -111,15 +137,16 @@ extension PostgresConnection {
         try check(description, sql: sql)
         let columns = description.handle.map { handle in (0..<PQnfields(handle)).map { PQftype(handle, $0) } } ?? []
         let entry = PostgresPreparedStatements.Entry(name: name, parameterTypes: parameters.types,
-                                                     binaryResult: !columns.isEmpty && columns.allSatisfy(PostgresBinary.isReadable),
-                                                     readsDates: columns.contains { [PostgresType.date, PostgresType.timestamp, PostgresType.timestamptz].contains($0) })
+                                                     reading: PostgresPreparedStatements.BinaryReading(columns))
         prepared.add(entry, for: sql)
         return entry
     }
 
-    /// Whether the session prints dates and timestamps as every Strata session does (UTC, ISO), as the server reports
-    /// its settings to libpq.
-    private var sessionPrintsDatesAsStrata: Bool {
+    /// Whether the session prints what a binary result holds as every Strata session does: dates in UTC and ISO (as
+    /// the server reports its settings to libpq), doubles exactly (`extra_float_digits` above 0).
+    func printsAsStrata(_ reading: PostgresPreparedStatements.BinaryReading) -> Bool {
+        if reading.readsFloats && !floatTextIsExact { return false }
+        guard reading.readsDates else { return true }
         guard let zone = PQparameterStatus(handle, "TimeZone"), let style = PQparameterStatus(handle, "DateStyle") else { return false }
         return strcmp(zone, "UTC") == 0 && strncmp(style, "ISO,", 4) == 0
     }
@@ -136,11 +163,30 @@ extension PostgresConnection {
         }
     }
 
-    /// Forgets the session's prepared statements after a statement that may have deallocated them.
+    /// Forgets the session's prepared statements after a statement that may have deallocated them, and reads
+    /// `extra_float_digits` again after one that may have changed it (the server does not report it to libpq).
     func noteDeallocation(_ result: PostgresResult, sql: String, severalStatements: Bool) {
         let tag = PQcmdStatus(result.handle).map { String(cString: $0) } ?? ""
         if PostgresPreparedStatements.mayDeallocate(tag: tag, sql: sql, severalStatements: severalStatements) {
             prepared.forgetAll()
         }
+        if tag == "RESET" || tag == "DISCARD ALL" || Self.mentionsFloatDigits(sql) {
+            let shown = PostgresResult(PQexec(handle, "SHOW extra_float_digits"))
+            let digits = PQgetvalue(shown.handle, 0, 0).flatMap { Int(String(cString: $0)) } ?? 0
+            floatTextIsExact = PQresultStatus(shown.handle) == PGRES_TUPLES_OK && digits > 0
+        }
+    }
+
+    /// Whether `sql` names `extra_float_digits`, in any case.
+    private static func mentionsFloatDigits(_ sql: String) -> Bool {
+        let needle = Array("extra_float_digits".utf8)
+        let bytes = Array(sql.utf8)
+        guard bytes.count >= needle.count else { return false }
+        for start in 0...(bytes.count - needle.count) where bytes[start] | 0x20 == needle[0] {
+            if (0..<needle.count).allSatisfy({ bytes[start + $0] | 0x20 == needle[$0] || (needle[$0] == UInt8(ascii: "_") && bytes[start + $0] == needle[$0]) }) {
+                return true
+            }
+        }
+        return false
     }
 }

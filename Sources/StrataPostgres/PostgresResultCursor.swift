@@ -20,9 +20,9 @@ struct PostgresResultCursor {
     /// A binary value's text (`PostgresBinary`), built here before it is kept in `scratch`.
     var formatted: [UInt8] = []
 
-    /// Starts reading `result`; fails for a binary column of a type Strata cannot read in binary (which it never asks
-    /// for: `PostgresBinary.isReadable`), rather than hand its bytes on as something else.
-    mutating func start(_ result: PostgresResult?, sql: String) throws {
+    /// Starts reading `result`; false, reading nothing, for a binary column of a type Strata cannot read in binary,
+    /// rather than hand its bytes on as something else.
+    mutating func start(_ result: PostgresResult?) -> Bool {
         self.result = result?.handle
         row = -1
         rowCount = result.map { Int32(clamping: $0.rowCount) } ?? 0
@@ -35,15 +35,13 @@ struct PostgresResultCursor {
             for column in 0..<count {
                 let type = PQftype(handle, Int32(column))
                 guard let kind = PostgresColumnKind(type: type, binary: PQfformat(handle, Int32(column)) == 1) else {
-                    self.result = nil
-                    rowCount = 0
-                    throw DatabaseError(kind: .other, code: nil,
-                                        message: "column \(column + 1) came in binary as type \(type), which Strata does not read in binary",
-                                        sql: sql)
+                    clear()
+                    return false
                 }
                 kinds[column] = kind
             }
         }
+        return true
     }
 
     func deallocate() {

@@ -129,22 +129,30 @@ public final class PostgresStatement {
 
     private func execute() throws -> PostgresResult {
         executions += 1
-        // A batch's statement, run again and again, is prepared from its second run. Another statement object's SQL is
-        // prepared from its second run on the session only outside a transaction block: there a prepared statement
-        // the server refuses after a table changed ("cached plan must not change result type") can be prepared and run
-        // again at once, where inside a block the refusal would have aborted the caller's transaction.
-        let repeated = executions > 1 || connection.preparesEveryStatement
-            || (connection.transactionStatus == PQTRANS_IDLE && connection.prepared.isRepeated(sql))
-        return repeated ? try connection.runPrepared(sql, parameters) : try connection.run(sql, parameters)
+        // A batch's statement, run again and again, is prepared from its second run.
+        if executions > 1 || connection.preparesEveryStatement { return try connection.runPrepared(sql, parameters) }
+        // Any other run is parsed anew, as psql's would be (a prepared statement would keep reading a table that a
+        // later one earlier on `search_path` shadows), with its result in binary when an earlier text run of this
+        // SQL on the session was a SELECT whose columns all have a binary reading.
+        return try connection.run(sql, parameters, binary: connection.prepared.readsInBinary(sql, connection: connection))
     }
 
     public func step() throws -> Bool {
         if result == nil {
             try takeBindFailure()
-            let executed = try execute()
+            var executed = try execute()
+            if !cursor.pointee.start(executed) {
+                // A binary result with a column of a type that has no binary reading: the table changed since the
+                // text run this was learned from. A SELECT, so run again, in text.
+                connection.prepared.forgetBinary(sql)
+                executed = try connection.run(sql, parameters, binary: false)
+                guard cursor.pointee.start(executed) else {
+                    throw DatabaseError(kind: .other, code: nil, message: "a result came in binary for a type Strata does not read in binary", sql: sql)
+                }
+            }
+            if executions == 1 { connection.prepared.learn(from: executed, sql: sql) }
             result = executed
             cachedLayout = nil
-            try cursor.pointee.start(executed, sql: sql)
         }
         guard result != nil, cursor.pointee.row < cursor.pointee.rowCount else { return false }
         cursor.pointee.row += 1
@@ -239,11 +247,12 @@ enum PostgresText {
         }
     }
 
-    /// `bytea` in the hex output format (`\x0a1b…`), the default since PostgreSQL 9.0.
+    /// `bytea` in the hex output format (`\x0a1b…`), the default since PostgreSQL 9.0, or the escape format a session
+    /// set to `bytea_output = 'escape'` prints (`\\` for a backslash, `\ooo` in octal for other bytes outside
+    /// printable ASCII): a backslash is always escaped there, so the two cannot be mistaken for each other.
     static func bytea(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0 else {
-            return nil
-        }
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x") else { return byteaEscaped(bytes) }
+        guard bytes.count % 2 == 0 else { return nil }
         var decoded: [UInt8] = []
         decoded.reserveCapacity((bytes.count - 2) / 2)
         var index = 2
@@ -251,6 +260,31 @@ enum PostgresText {
             guard let high = nibble(bytes[index]), let low = nibble(bytes[index + 1]) else { return nil }
             decoded.append(high << 4 | low)
             index += 2
+        }
+        return decoded
+    }
+
+    private static func byteaEscaped(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var index = 0
+        func octal(_ byte: UInt8) -> UInt8? { (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(byte) ? byte - UInt8(ascii: "0") : nil }
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "\\") else {
+                decoded.append(bytes[index])
+                index += 1
+                continue
+            }
+            if index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "\\") {
+                decoded.append(UInt8(ascii: "\\"))
+                index += 2
+            } else if index + 3 < bytes.count, let a = octal(bytes[index + 1]), let b = octal(bytes[index + 2]),
+                      let c = octal(bytes[index + 3]), a <= 3 {
+                decoded.append(a << 6 | b << 3 | c)
+                index += 4
+            } else {
+                return nil
+            }
         }
         return decoded
     }

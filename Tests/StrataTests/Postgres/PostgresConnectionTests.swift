@@ -64,11 +64,53 @@ final class PostgresConnectionTests: XCTestCase {
         }
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 2)
     }
+    func ints(_ rows: [Row]) -> [Int64] {
+        rows.map { row in if case .integer(let value) = row.values[0] { return value } else { return -1 } }
+    }
+
+    /// Fixed by refusing, before it runs, any statement that would end the transaction (its words say so: a function
+    /// cannot end a transaction block). Was: `COMMIT AND CHAIN` / `ROLLBACK AND CHAIN` in a body end the transaction Strata opened and open a new one, so
+    /// the session is never idle and the guard (`confirmTransactionKept`, which only looks for `PQTRANS_IDLE`) sees
+    /// nothing. A pool `write` that throws leaves the rows before the `COMMIT AND CHAIN` committed (a half-applied
+    /// write); a `withTransaction` that returns reports success although the `ROLLBACK AND CHAIN` undid the rows
+    /// before it. README (Pools table): "A statement ending the pool's transaction … stops the body there and fails
+    /// … no statement runs after it … and the call fails. `withTransaction`/`withSavepoint` … guard their
+    /// transaction the same way". Minimal input: `INSERT 1; COMMIT AND CHAIN; INSERT 2; throw`.
+    func testAndChainInABodyIsRefusedBeforeItRuns() throws {
+        let url = try PostgresServer.shared().url(for: makeTemporaryDirectory(self))
+        let db = try PostgresConnection(url: url)
+        try db.executeSimple("CREATE TABLE t (a integer)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        XCTAssertThrowsError(try pool.write { conn in
+            try conn.execute("INSERT INTO t VALUES (1)", .none)
+            try conn.execute("COMMIT AND CHAIN", .none)
+            try conn.execute("INSERT INTO t VALUES (2)", .none)
+            throw CancellationError()
+        })
+        XCTAssertEqual(ints(try db.rows("SELECT a FROM t ORDER BY a", .none)), [],
+                       "the pool's write threw, yet the row before COMMIT AND CHAIN stayed committed")
+
+        try db.execute("DELETE FROM t", .none)
+        var returned = false
+        do {
+            try db.withTransaction {
+                try db.execute("INSERT INTO t VALUES (1)", .none)
+                try db.execute("ROLLBACK AND CHAIN", .none)
+                try db.execute("INSERT INTO t VALUES (2)", .none)
+            }
+            returned = true
+        } catch {}
+        if returned {
+            XCTAssertEqual(ints(try db.rows("SELECT a FROM t ORDER BY a", .none)), [1, 2],
+                           "withTransaction returned as committed, but the body's ROLLBACK AND CHAIN had undone row 1")
+        }
+    }
+
 
     /// A body that ends the transaction `withTransaction` (or an outermost `withSavepoint`) opened for it ran what
     /// followed outside it: a later throw undid nothing, and a body that went on and returned had the call report
-    /// success for work its own ROLLBACK had undone. The body is stopped at that statement, nothing after it runs
-    /// (even when the body swallows the error and goes on), and the call fails.
+    /// success for work its own ROLLBACK had undone. Such a statement is refused before it runs, and the transaction
+    /// stays as it was: the call commits or rolls back on the body's outcome, as SQLite's does.
     func testABodyThatEndsItsTransactionIsStoppedThere() throws {
         let db = try connection()
         try db.execute("CREATE TABLE t (x int)")
@@ -80,22 +122,23 @@ final class PostgresConnectionTests: XCTestCase {
             XCTAssertNotNil(assertThrows(Boom.self) {
                 try scope {
                     try db.execute("INSERT INTO t VALUES (1)")
-                    XCTAssertEqual(assertThrows(DatabaseError.self) { try db.execute("ROLLBACK") }?.kind, .misuse, name)
-                    let refused = assertThrows(DatabaseError.self) { try db.execute("INSERT INTO t VALUES (2)") }
-                    XCTAssertTrue(refused?.message.contains("did not run") ?? false, "\(name): \(String(describing: refused))")
+                    let refused = assertThrows(DatabaseError.self) { try db.execute("ROLLBACK") }
+                    XCTAssertEqual(refused?.kind, .misuse, name)
+                    XCTAssertTrue(refused?.message.contains("did not run, and the transaction is as it was") ?? false,
+                                  "\(name): \(String(describing: refused))")
+                    try db.execute("INSERT INTO t VALUES (2)")
                     throw Boom()
                 }
             }, name)
             XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0, "\(name): a body that threw left a row")
-            let returned = assertThrows(DatabaseError.self) {
-                try scope {
-                    try db.execute("INSERT INTO t VALUES (3)")
-                    _ = try? db.execute("ROLLBACK")
-                    _ = try? db.execute("INSERT INTO t VALUES (4)")
-                }
+            try scope {
+                try db.execute("INSERT INTO t VALUES (3)")
+                _ = try? db.execute("ROLLBACK")
+                _ = try? db.execute("COMMIT AND CHAIN")
+                try db.execute("INSERT INTO t VALUES (4)")
             }
-            XCTAssertTrue(returned?.message.contains("nothing was committed") ?? false, "\(name): \(String(describing: returned))")
-            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0, name)
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 2, "\(name): the returned body's rows")
+            try db.execute("DELETE FROM t")
             XCTAssertFalse(db.isInTransaction, name)
         }
         // A savepoint's body may open and end savepoints of its own, and outside any scope the caller's SQL is its own.

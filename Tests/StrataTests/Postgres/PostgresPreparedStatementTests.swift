@@ -53,7 +53,7 @@ final class PostgresPreparedStatementTests: XCTestCase {
         let sql = "SELECT * FROM v ORDER BY id"
         let text = try db.rows(sql, .none)
         let binary = try db.rows(sql, .none)
-        XCTAssertEqual(db.prepared.entry(for: sql)?.binaryResult, true, "the second run was not prepared with a binary result")
+        XCTAssertTrue(db.prepared.readsInBinary(sql, connection: db), "the second run did not read in binary")
         XCTAssertEqual(text.count, 511)
         for (first, second) in zip(text, binary) where !Self.same(first, second) {
             XCTFail("text \(first) but binary \(second)")
@@ -78,7 +78,7 @@ final class PostgresPreparedStatementTests: XCTestCase {
         for sql in ["SELECT f FROM w", "SELECT span FROM w", "SELECT m FROM w", "SELECT tags FROM w"] {
             let first = try db.rows(sql, .none)
             XCTAssertEqual(try db.rows(sql, .none), first, sql)
-            XCTAssertEqual(db.prepared.entry(for: sql)?.binaryResult, false, sql)
+            XCTAssertFalse(db.prepared.readsInBinary(sql, connection: db), sql)
         }
         struct W: Codable, Equatable { var f: Double; var tags: [String] }
         let store = ModelStore(database: db)
@@ -111,7 +111,7 @@ final class PostgresPreparedStatementTests: XCTestCase {
             let read = try store.fetchAll(Event.self).sorted { $0.id.uuidString < $1.id.uuidString }
             XCTAssertEqual(read, sorted)
         }
-        XCTAssertEqual(db.prepared.entry(for: "SELECT * FROM \"event\"")?.binaryResult, true)
+        XCTAssertTrue(db.prepared.readsInBinary("SELECT * FROM \"event\"", connection: db))
     }
 
     /// A table altered (here by another session, as a deploy does) after its query was prepared: the server refuses
@@ -127,7 +127,7 @@ final class PostgresPreparedStatementTests: XCTestCase {
         let deployer = try PostgresConnection(url: url)
         _ = try db.rows(sql, .none)
         _ = try db.rows(sql, .none)
-        XCTAssertNotNil(db.prepared.entry(for: sql))
+        XCTAssertTrue(db.prepared.readsInBinary(sql, connection: db))
         try deployer.execute("ALTER TABLE t ADD COLUMN b text DEFAULT 'x'", .none)
         XCTAssertEqual(try db.rows(sql, .none).first?.values, [.integer(1), .text("x")])
 
@@ -141,24 +141,31 @@ final class PostgresPreparedStatementTests: XCTestCase {
         }
     }
 
-    /// Prepared statements dropped behind Strata's back: by `DEALLOCATE ALL` (seen in the command tag), in a script,
-    /// or by a function (seen only when the name is missing: run again outside a transaction).
+    /// A batch's prepared statements dropped behind Strata's back: by `DEALLOCATE ALL` (seen in the command tag), in a
+    /// script, or by a function (seen only when the name is missing: prepared and run again outside a transaction).
     func testPreparedStatementsDeallocatedBehindStrata() throws {
         let db = try connect("""
             CREATE TABLE t (a integer); INSERT INTO t VALUES (1);
             CREATE FUNCTION drop_prepared() RETURNS void LANGUAGE sql AS 'DEALLOCATE ALL'
             """)
         let sql = "SELECT a FROM t"
-        _ = try db.rows(sql, .none)
-        _ = try db.rows(sql, .none)
+        let statement = try db.compile(sql)
+        func count() throws -> Int {
+            defer { statement.reset() }
+            var rows = 0
+            while try statement.step() { rows += 1 }
+            return rows
+        }
+        XCTAssertEqual(try count(), 1)
+        XCTAssertEqual(try count(), 1)
         XCTAssertNotNil(db.prepared.entry(for: sql))
         try db.execute("DEALLOCATE ALL", .none)
         XCTAssertNil(db.prepared.entry(for: sql))
-        XCTAssertEqual(try db.withTransaction { try db.rows(sql, .none) }.count, 1)
+        XCTAssertEqual(try db.withTransaction { try count() }, 1)
         try db.executeSimple("SELECT 1; DEALLOCATE ALL")
-        XCTAssertEqual(try db.withTransaction { try db.rows(sql, .none) }.count, 1)
+        XCTAssertEqual(try db.withTransaction { try count() }, 1)
         _ = try db.rows("SELECT drop_prepared()", .none)
-        XCTAssertEqual(try db.rows(sql, .none).count, 1)
+        XCTAssertEqual(try count(), 1)
     }
 
     /// A session set to another time zone or date style reads dates as the server prints them there, not as a UTC
@@ -181,5 +188,140 @@ final class PostgresPreparedStatementTests: XCTestCase {
         XCTAssertEqual(try db.scalar(sql, [Data([0x41])], as: Int.self), 1)
         XCTAssertEqual(try db.scalar(sql, ["\\x41"], as: Int.self), 1)
         XCTAssertEqual(try db.scalar(sql, [nil as String?], as: Int.self), 0)
+    }
+
+    // MARK: Found by a hostile review (round 4)
+
+    func connectWithURL(_ schema: String = "") throws -> (PostgresConnection, url: String) {
+        let root = try makeTemporaryDirectory(self)
+        let url = try PostgresServer.shared().url(for: root)
+        let db = try PostgresConnection(url: url)
+        if !schema.isEmpty { try db.executeSimple(schema) }
+        return (db, url)
+    }
+
+    func ints(_ rows: [Row]) -> [Int64] {
+        rows.map { row in if case .integer(let value) = row.values[0] { return value } else { return -1 } }
+    }
+
+
+    /// Fixed: a statement object's first run is parsed anew, so it reads the table its text names now. Was:
+    /// a query run a second time on a session is kept as a server-side prepared statement, and PostgreSQL does
+    /// not re-plan a prepared statement when a table created later would shadow the one it resolved (a table of the
+    /// same name in a schema earlier on `search_path`, or a temporary table once the session has a temporary
+    /// schema). The first run (text, unprepared) reads `app.t`; every later run of the same SQL keeps reading (and
+    /// writing!) `public.t` until something else invalidates the plan. Unprepared SQL would never do that.
+    /// The brief: "anything where … a later run reads … the wrong table's rows". Minimal input: `search_path = app,
+    /// public`, `SELECT a FROM t` twice, then `CREATE TABLE app.t`.
+    func testATableCreatedEarlierOnTheSearchPathIsReadByARepeatedQuery() throws {
+        let (db, _) = try connectWithURL("""
+            CREATE SCHEMA app; CREATE TABLE public.t (a integer); INSERT INTO public.t VALUES (1);
+            SET search_path = app, public
+            """)
+        let read = "SELECT a FROM t ORDER BY a", write = "INSERT INTO t VALUES ($1)"
+        XCTAssertEqual(ints(try db.rows(read, .none)), [1])
+        XCTAssertEqual(ints(try db.rows(read, .none)), [1])
+        try db.execute(write, [10])
+        try db.execute(write, [11])
+        try db.executeSimple("CREATE TABLE app.t (a integer); INSERT INTO app.t VALUES (2)")
+        // Unprepared, the same SQL text reads app.t:
+        XCTAssertEqual(ints(try db.rows("SELECT a FROM t ORDER BY a -- unprepared", .none)), [2])
+        XCTAssertEqual(ints(try db.rows(read, .none)), [2], "the repeated query read public.t, which app.t now shadows")
+        try db.execute(write, [12])
+        XCTAssertEqual(ints(try db.rows("SELECT a FROM app.t ORDER BY a", .none)), [2, 12],
+                       "the repeated INSERT wrote into public.t instead of the table its text names now")
+    }
+
+
+    /// With `extra_float_digits` below 1 in the session (a plain `SET`, which the README says outlives a pool call,
+    /// or a `RESET ALL`/`DISCARD ALL` back to a database default), the first, unprepared run reads a `double
+    /// precision` from the server's rounded text (0.30000000000000004 → "0.3" → 0.3), while every later run reads
+    /// the exact binary value. Strata sets `extra_float_digits = 3` at connect but never checks it again (it is
+    /// not a reported setting, unlike TimeZone/DateStyle, which `sessionPrintsDatesAsStrata` does check).
+    /// Brief/README: a later run "must read exactly as the text would", and `Double` ↔ `double precision` both ways.
+    func testADoubleReadsTheSameOnEveryRunWhateverExtraFloatDigitsSays() throws {
+        let (db, _) = try connectWithURL("CREATE TABLE f (d double precision); INSERT INTO f VALUES (0.1::float8 + 0.2::float8)")
+        try db.execute("SET extra_float_digits = 0", .none)
+        let sql = "SELECT d FROM f"
+        let first = try db.rows(sql, .none).first?.values
+        let second = try db.rows(sql, .none).first?.values
+        XCTAssertEqual(first, second, "the first run and the second read different values")
+        // The text the session asked for, rounded to 15 digits, every time; and exact again once the setting is back.
+        XCTAssertEqual(first, [.real(0.3)])
+        try db.execute("SET extra_float_digits = 3", .none)
+        XCTAssertEqual(try db.rows(sql, .none).first?.values, [.real(0.1 + 0.2)])
+        XCTAssertEqual(try db.rows(sql, .none).first?.values, [.real(0.1 + 0.2)])
+    }
+
+
+    /// With `bytea_output = 'escape'` set in the session (a `SET`, or a `RESET ALL`/`DISCARD ALL` in a pool body
+    /// back to a database default of escape, which round 3 fixed only at connect), the first, unprepared run hands
+    /// the escape *text* on (`.text("\\000\\377A")`; a `Data` property then reads its 9 UTF-8 bytes) while later
+    /// runs read the 3 bytes in binary. `PostgresText.bytea` understands only hex. README: `Data` ↔ `bytea`.
+    func testByteaReadsTheSameOnEveryRunUnderEscapeOutput() throws {
+        struct Blob: Codable, Equatable { var id: Int; var raw: Data }
+        let (db, _) = try connectWithURL("CREATE TABLE blob (id integer PRIMARY KEY, raw bytea NOT NULL); INSERT INTO blob VALUES (1, '\\x00ff41')")
+        try db.execute("SET bytea_output = 'escape'", .none)
+        let store = ModelStore(database: db)
+        let first = try? store.find(Blob.self, key: 1)
+        let second = try? store.find(Blob.self, key: 1)
+        XCTAssertEqual(first, second, "the first run and the second read different bytes")
+        XCTAssertEqual(first?.raw, Data([0x00, 0xFF, 0x41]))
+    }
+
+
+    /// After another session adds a column (a deploy's migration), the first `fetchAll` of each pooled session
+    /// inside `pool.read`/`pool.write` fails with "cached plan must not change result type": `ModelStore` reads
+    /// with `SELECT *`, which the session has prepared, and inside a transaction `runPrepared` lets the error stand
+    /// (and the server aborts the transaction). Unprepared, the read succeeds (the property set is unchanged). Every
+    /// pool read/write in a transaction is affected, once per session and query, after every ADD COLUMN.
+    /// README (pool table): `read` runs the body in one transaction; nothing says a schema change breaks it.
+    func testAPoolReadWorksAfterAnotherSessionAddsAColumn() throws {
+        struct Item: Codable, Equatable { var id: Int }
+        let (db, url) = try connectWithURL("CREATE TABLE item (id integer PRIMARY KEY); INSERT INTO item VALUES (1)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        for _ in 0..<2 {
+            XCTAssertEqual(try pool.read { try ModelStore(database: $0).fetchAll(Item.self) }, [Item(id: 1)])
+        }
+        try db.execute("ALTER TABLE item ADD COLUMN note text", .none)
+        XCTAssertEqual(try pool.read { try ModelStore(database: $0).fetchAll(Item.self) }, [Item(id: 1)])
+    }
+
+
+    /// `FETCH n FROM c` run again (a cursor loop, in a later transaction with a cursor of the same name over other
+    /// columns) is executed as the statement prepared for the first cursor, whose description said every column is
+    /// binary-readable, so the new cursor's `real`/`interval` columns come in binary and the read fails ("column 1
+    /// came in binary as type 700"). The first run of the same text succeeds. The description of a utility
+    /// statement is not fixed by the server the way a SELECT's is.
+    func testARepeatedFetchFromACursorOfOtherColumnsReads() throws {
+        let (db, _) = try connectWithURL("""
+            CREATE TABLE t (a integer); INSERT INTO t SELECT generate_series(1, 10);
+            CREATE TABLE u (f real, span interval); INSERT INTO u VALUES (1.5, '1 day')
+            """)
+        try db.withTransaction {
+            try db.execute("DECLARE c CURSOR FOR SELECT a FROM t", .none)
+            _ = try db.rows("FETCH 3 FROM c", .none)
+            _ = try db.rows("FETCH 3 FROM c", .none)
+        }
+        let rows = try db.withTransaction {
+            try db.execute("DECLARE c CURSOR FOR SELECT f, span FROM u", .none)
+            return try db.rows("FETCH 3 FROM c", .none)
+        }
+        XCTAssertEqual(rows.count, 1)
+    }
+
+
+    /// A program's own `PREPARE` under a name like Strata's (`strata_1`, as Strata once named them) does not collide
+    /// with a batch's prepared statement: each session's names carry a random prefix.
+    func testAStatementTheProgramPreparedUnderAStrataLikeNameBreaksNothing() throws {
+        let (db, _) = try connectWithURL("CREATE TABLE t (a integer); INSERT INTO t VALUES (1)")
+        try db.execute("PREPARE strata_1 AS SELECT 42", .none)
+        let statement = try db.compile("SELECT a FROM t")
+        for _ in 0..<3 {
+            XCTAssertTrue(try statement.step())
+            XCTAssertEqual(statement.value(at: 0), .integer(1))
+            statement.reset()
+        }
+        XCTAssertNotNil(db.prepared.entry(for: "SELECT a FROM t"))
     }
 }
