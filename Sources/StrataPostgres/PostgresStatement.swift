@@ -142,8 +142,12 @@ public final class PostgresStatement {
             try takeBindFailure()
             var executed = try execute()
             if !cursor.pointee.start(executed) {
-                // A binary result with a column of a type that has no binary reading: the table changed since the
-                // text run this was learned from. A SELECT, so run again, in text.
+                // A binary result with a column of a type that has no binary reading. A prepared statement's types
+                // are fixed by the server, so this is a run learned from an earlier text run of a SELECT, whose table
+                // has changed since: run it again, in text (a SELECT, so running it again changes nothing).
+                guard executions == 1, !connection.preparesEveryStatement else {
+                    throw DatabaseError(kind: .other, code: nil, message: "a prepared statement's result came in binary for a type Strata does not read in binary", sql: sql)
+                }
                 connection.prepared.forgetBinary(sql)
                 executed = try connection.run(sql, parameters, binary: false)
                 guard cursor.pointee.start(executed) else {

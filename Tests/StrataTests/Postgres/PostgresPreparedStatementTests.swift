@@ -168,6 +168,20 @@ final class PostgresPreparedStatementTests: XCTestCase {
         XCTAssertEqual(try count(), 1)
     }
 
+    /// A query learned to read in binary whose column then changes to a type without a binary reading (`real`):
+    /// the binary result is not read; the SELECT runs again in text and reads the new values, on this run and after.
+    func testAColumnChangedToATypeWithoutABinaryReadingIsReadAgainInText() throws {
+        let db = try connect("CREATE TABLE t (a integer); INSERT INTO t VALUES (2)")
+        let sql = "SELECT a FROM t"
+        XCTAssertEqual(try db.rows(sql, .none).first?.values, [.integer(2)])
+        XCTAssertTrue(db.prepared.readsInBinary(sql, connection: db))
+        try db.executeSimple("ALTER TABLE t ALTER COLUMN a TYPE real; UPDATE t SET a = 2.5")
+        for _ in 0..<2 {
+            XCTAssertEqual(try db.rows(sql, .none).first?.values, [.real(2.5)])
+            XCTAssertFalse(db.prepared.readsInBinary(sql, connection: db))
+        }
+    }
+
     /// A session set to another time zone or date style reads dates as the server prints them there, not as a UTC
     /// session's text.
     func testASessionInAnotherTimeZoneReadsTheServersText() throws {
