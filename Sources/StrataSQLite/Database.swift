@@ -51,6 +51,8 @@ public final class Database {
     /// Installed for the connection's whole life: `ScriptRules` and the transaction statements scopes check.
     let authorizer: ConnectionAuthorizer
     private(set) var isClosed = false
+    /// The closure `trace(_:)` registered, which SQLite points to unretained; nil when none is.
+    var traceBox: TraceBox?
 
     /// Opens (and for writable files, creates) the database at `path`.
     public convenience init(path: String, configuration: Configuration = Configuration()) throws {
@@ -129,8 +131,9 @@ public final class Database {
         isClosed = true
         statementCache.removeAll()
         // A statement the caller still holds keeps the connection alive after this (a zombie), and SQLite may
-        // compile it again: its authorizer must not outlive this object.
+        // compile and run it again: its authorizer and trace hook must not outlive this object.
         sqlite3_set_authorizer(handle, nil, nil)
+        removeTrace()
         sqlite3_close_v2(handle)
     }
 
