@@ -51,6 +51,8 @@ public final class Database {
     /// Installed for the connection's whole life: `ScriptRules` and the transaction statements scopes check.
     let authorizer: ConnectionAuthorizer
     private(set) var isClosed = false
+    /// Lets another thread stop the statement running on this connection; cut off from it when it closes.
+    public let interruptHandle: InterruptHandle
     /// The closure `trace(_:)` registered, which SQLite points to unretained; nil when none is.
     var traceBox: TraceBox?
 
@@ -87,6 +89,7 @@ public final class Database {
         self.location = location
         self.configuration = configuration
         authorizer = ConnectionAuthorizer(connection: connection)
+        interruptHandle = InterruptHandle(connection: connection)
         authorizer.install()
         sqlite3_extended_result_codes(connection, 1)
         let components = configuration.busyTimeout.components
@@ -134,6 +137,8 @@ public final class Database {
         // compile and run it again: its authorizer and trace hook must not outlive this object.
         sqlite3_set_authorizer(handle, nil, nil)
         removeTrace()
+        // After this an interrupt from another thread is a no-op, never a call on a freed connection.
+        interruptHandle.invalidate()
         sqlite3_close_v2(handle)
     }
 
