@@ -32,13 +32,17 @@ public final class Database {
         public var foreignKeys = true
         /// Switch the database to write-ahead logging when opening it.
         public var walMode = false
+        /// How a `Date` is stored: ISO-8601 text (the default), unix seconds as FMDB stores them, or Julian day
+        /// numbers. Text is read as ISO-8601 whatever this says; a number is read as this storage counts.
+        public var dateStorage: DateStorage = .iso8601Text
 
         public init(readOnly: Bool = false, busyTimeout: Duration = .seconds(5),
-                    foreignKeys: Bool = true, walMode: Bool = false) {
+                    foreignKeys: Bool = true, walMode: Bool = false, dateStorage: DateStorage = .iso8601Text) {
             self.readOnly = readOnly
             self.busyTimeout = busyTimeout
             self.foreignKeys = foreignKeys
             self.walMode = walMode
+            self.dateStorage = dateStorage
         }
     }
 
@@ -208,7 +212,7 @@ public final class Database {
             throw DatabaseError.misuse("more than one statement; run several with executeScript(_:)", sql: sql)
         }
         return Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState,
-                         control: control)
+                         control: control, dateStorage: configuration.dateStorage)
     }
 
     private static func containsStatement(_ text: UnsafePointer<CChar>, connection: OpaquePointer) -> Bool {

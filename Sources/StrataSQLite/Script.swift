@@ -171,7 +171,8 @@ extension Database {
                         sql: sql).at(line: position.line, column: position.column)
                 }
                 let finished = try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql,
-                                                                transactionState: transactionState, control: control),
+                                                                transactionState: transactionState, control: control,
+                                                                dateStorage: configuration.dateStorage),
                                                       at: position, beforeEach, onRow)
                 guard finished else { return false }
                 afterEach?()
