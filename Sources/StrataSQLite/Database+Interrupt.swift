@@ -35,6 +35,9 @@ public final class InterruptHandle: Sendable {
         }
     }
 
+    /// False once the connection has closed.
+    var isOpen: Bool { lock.withLock { connection != nil } }
+
     /// Called as the connection closes: later interrupts do nothing.
     func invalidate() {
         lock.withLock { connection = nil }
