@@ -72,7 +72,7 @@ public final class PostgresStatement {
         case .positionalWithDates(let values, let dates):
             parameters = try PostgresParameters(StatementArguments.values(values, dates: dates, precision: PostgresDialect().datePrecision),
                                                 sql: sql)
-        case .named:
+        case .named, .namedWithDates:
             throw DatabaseError(kind: .misuse, code: nil,
                                 message: "named arguments are SQLite's; PostgreSQL statements take $1, $2, … with positional arguments",
                                 sql: sql)

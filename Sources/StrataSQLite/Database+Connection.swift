@@ -3,7 +3,7 @@ import StrataCore
 extension Statement: PreparedStatement {}
 
 extension Database: DatabaseConnection {
-    public var dialect: any SQLDialect { SQLiteDialect() }
+    public var dialect: any SQLDialect { SQLiteDialect(dateStorage: configuration.dateStorage) }
 
     public func compile(_ sql: String) throws -> any PreparedStatement {
         try prepare(sql)

@@ -32,13 +32,17 @@ public final class Database {
         public var foreignKeys = true
         /// Switch the database to write-ahead logging when opening it.
         public var walMode = false
+        /// How a `Date` is stored: ISO-8601 text (the default), unix seconds as FMDB stores them, or Julian day
+        /// numbers. Text is read as ISO-8601 whatever this says; a number is read as this storage counts.
+        public var dateStorage: DateStorage = .iso8601Text
 
         public init(readOnly: Bool = false, busyTimeout: Duration = .seconds(5),
-                    foreignKeys: Bool = true, walMode: Bool = false) {
+                    foreignKeys: Bool = true, walMode: Bool = false, dateStorage: DateStorage = .iso8601Text) {
             self.readOnly = readOnly
             self.busyTimeout = busyTimeout
             self.foreignKeys = foreignKeys
             self.walMode = walMode
+            self.dateStorage = dateStorage
         }
     }
 
@@ -51,6 +55,10 @@ public final class Database {
     /// Installed for the connection's whole life: `ScriptRules` and the transaction statements scopes check.
     let authorizer: ConnectionAuthorizer
     private(set) var isClosed = false
+    /// Lets another thread stop the statement running on this connection; cut off from it when it closes.
+    public let interruptHandle: InterruptHandle
+    /// The closure `trace(_:)` registered, which SQLite points to unretained; nil when none is.
+    var traceBox: TraceBox?
 
     /// Opens (and for writable files, creates) the database at `path`.
     public convenience init(path: String, configuration: Configuration = Configuration()) throws {
@@ -85,6 +93,7 @@ public final class Database {
         self.location = location
         self.configuration = configuration
         authorizer = ConnectionAuthorizer(connection: connection)
+        interruptHandle = InterruptHandle(connection: connection)
         authorizer.install()
         sqlite3_extended_result_codes(connection, 1)
         let components = configuration.busyTimeout.components
@@ -129,8 +138,11 @@ public final class Database {
         isClosed = true
         statementCache.removeAll()
         // A statement the caller still holds keeps the connection alive after this (a zombie), and SQLite may
-        // compile it again: its authorizer must not outlive this object.
+        // compile and run it again: its authorizer and trace hook must not outlive this object.
         sqlite3_set_authorizer(handle, nil, nil)
+        removeTrace()
+        // After this an interrupt from another thread is a no-op, never a call on a freed connection.
+        interruptHandle.invalidate()
         sqlite3_close_v2(handle)
     }
 
@@ -200,7 +212,7 @@ public final class Database {
             throw DatabaseError.misuse("more than one statement; run several with executeScript(_:)", sql: sql)
         }
         return Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState,
-                         control: control)
+                         control: control, dateStorage: configuration.dateStorage)
     }
 
     private static func containsStatement(_ text: UnsafePointer<CChar>, connection: OpaquePointer) -> Bool {

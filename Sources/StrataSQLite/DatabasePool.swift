@@ -39,6 +39,9 @@ public final class DatabasePool: ConnectionPool {
     public let configuration: Configuration
     private let writer: DatabaseQueue
     private let readers: ConnectionCheckout<Database>
+    /// The interrupt handles of every reader opened, for `interrupt()`; a closed reader's handle is dropped when
+    /// the next reader opens.
+    private let readerInterrupts = ReaderInterrupts()
     private let reentrancy = ReentrancyGuard(message: "DatabasePool.read called from inside a read; use the Database passed to the closure")
 
     /// Opens the pool on the database file at `path` (created when absent) and switches it to WAL. Readers are
@@ -101,7 +104,18 @@ public final class DatabasePool: ConnectionPool {
         let reader = try Database(path: path, configuration: reading)
         // Read-only already; query_only also refuses what a read-only file still allows (temporary tables).
         try reader.execute("PRAGMA query_only = ON")
+        readerInterrupts.add(reader.interruptHandle)
         return reader
+    }
+
+    // MARK: Interrupting
+
+    /// Stops every statement the pool's connections are running, the writer's and each reader's, from any thread
+    /// (as GRDB's `DatabasePool.interrupt()`): each fails with `DatabaseError.Kind.interrupted`, as
+    /// `Database.interrupt()` describes. A `write` whose statement was interrupted is rolled back.
+    public func interrupt() {
+        writer.interrupt()
+        readerInterrupts.interruptAll()
     }
 
     // MARK: Writing
@@ -126,5 +140,23 @@ public final class DatabasePool: ConnectionPool {
     /// `writeWithoutTransaction(_:)` without blocking the calling task.
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await writer.perform(body)
+    }
+}
+
+/// The interrupt handles of a pool's readers, shared by the threads that open readers and the one interrupting.
+private final class ReaderInterrupts: Sendable {
+    private let lock = Lock()
+    // Guarded by `lock`.
+    private nonisolated(unsafe) var handles: [InterruptHandle] = []
+
+    func add(_ handle: InterruptHandle) {
+        lock.withLock {
+            handles.removeAll { !$0.isOpen }
+            handles.append(handle)
+        }
+    }
+
+    func interruptAll() {
+        for handle in lock.withLock({ handles }) { handle.interrupt() }
     }
 }

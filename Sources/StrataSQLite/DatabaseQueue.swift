@@ -15,11 +15,19 @@ public final class DatabaseQueue: Sendable {
     // Only ever touched on `queue`, which serialises every access.
     private nonisolated(unsafe) let database: Database
     private let key = DispatchSpecificKey<Bool>()
+    private let interruptHandle: InterruptHandle
 
     public init(_ location: Database.Location = .inMemory,
                 configuration: Database.Configuration = Database.Configuration()) throws {
         database = try Database(location, configuration: configuration)
+        interruptHandle = database.interruptHandle
         queue.setSpecific(key: key, value: true)
+    }
+
+    /// Stops the statement the connection is running, if any, from any thread, without waiting for the queue: it
+    /// fails with `DatabaseError.Kind.interrupted` (see `Database.interrupt()`).
+    public func interrupt() {
+        interruptHandle.interrupt()
     }
 
     public convenience init(path: String, configuration: Database.Configuration = Database.Configuration()) throws {

@@ -3,7 +3,12 @@ import StrataCore
 /// SQLite's SQL: `?` placeholders, its parameter limit, type affinity, and its script splitter (`SQLScanner`, the
 /// rules of `sqlite3_complete`) with the migration rules `SQLLint` checks ahead of time.
 public struct SQLiteDialect: SQLDialect {
-    public init() {}
+    /// How the database stores a `Date` (`Database.Configuration.dateStorage`).
+    public let dateStorage: DateStorage
+
+    public init(dateStorage: DateStorage = .iso8601Text) {
+        self.dateStorage = dateStorage
+    }
 
     public var name: String { "SQLite" }
     public var backend: DatabaseBackend { .sqlite }

@@ -4,6 +4,9 @@ import StrataCore
 extension DatabaseError {
     /// An error as SQLite reported it: its kind follows from the primary result code, and the extended code is kept.
     init(code: Int32, message: String, sql: String? = nil, line: Int? = nil, column: Int? = nil) {
+        // SQLite's own message is the bare word; say who stopped the statement.
+        let message = code & 0xff == SQLITE_INTERRUPT && message == "interrupted"
+            ? "interrupted: interrupt() stopped the statement" : message
         self.init(kind: Self.kind(ofSQLiteCode: code & 0xff),
                   code: BackendCode(backend: "SQLite", value: String(code), name: String(cString: sqlite3_errstr(code & 0xff))),
                   message: message, sql: sql, line: line, column: column)
@@ -30,6 +33,7 @@ extension DatabaseError {
         case SQLITE_MISMATCH, SQLITE_RANGE, SQLITE_TOOBIG: .conversion
         case SQLITE_CANTOPEN: .cannotOpen
         case SQLITE_AUTH: .authorization
+        case SQLITE_INTERRUPT: .interrupted
         default: .other
         }
     }
@@ -45,6 +49,7 @@ extension DatabaseError {
         case .conversion: SQLITE_MISMATCH
         case .cannotOpen: SQLITE_CANTOPEN
         case .authorization: SQLITE_AUTH
+        case .interrupted: SQLITE_INTERRUPT
         case .other: SQLITE_IOERR
         }
     }

@@ -27,10 +27,34 @@ public struct SchemaObject: Sendable, Equatable {
 }
 
 extension Database {
-    /// True when a table (or view) of that name exists in the main schema.
+    /// True when a table or a view of that name exists, compared case-insensitively as SQLite compares names.
+    ///
+    /// Views count, unlike FMDB's `tableExists:`: a view is read like a table, and the mapper and seeds take
+    /// either. A plain name is looked up in the main database only (not `temp`, where SQLite would look first);
+    /// `schema.name` looks in that schema (`temp.cache`, `aux.t` for a database attached as `aux`). A name whose
+    /// part before the first dot is not a schema of this connection is taken whole, as a table named with a dot.
     public func tableExists(_ name: String) throws -> Bool {
-        try scalar("SELECT count(*) FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
-                   [name], as: Int.self) ?? 0 > 0
+        let (schema, table) = try splitSchema(name)
+        return try scalar("SELECT count(*) FROM \(quoteIdentifier(schema)).sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
+                          [table], as: Int.self) ?? 0 > 0
+    }
+
+    /// True when the table or view (named as `tableExists(_:)` takes it) has a column of that name, compared
+    /// case-insensitively; false when there is no such table. Declared and generated columns count; the implicit
+    /// `rowid` does not, nor a virtual table's hidden columns.
+    public func columnExists(_ column: String, in table: String) throws -> Bool {
+        let (schema, table) = try splitSchema(table)
+        return try scalar("SELECT count(*) FROM pragma_table_xinfo(?, ?) WHERE name = ? COLLATE NOCASE AND hidden IN (0, 2, 3)",
+                          [table, schema, column], as: Int.self) ?? 0 > 0
+    }
+
+    /// The schema a name qualifies (`main` when none does) and the table name itself.
+    private func splitSchema(_ name: String) throws -> (schema: String, table: String) {
+        guard let dot = name.firstIndex(of: ".") else { return ("main", name) }
+        let prefix = String(name[..<dot])
+        let schemas: [String] = try query("SELECT name FROM pragma_database_list", .none).all().map { try $0.get(0) }
+        guard let schema = schemas.first(where: { sqliteNamesEqual($0, prefix) }) else { return ("main", name) }
+        return (schema, String(name[name.index(after: dot)...]))
     }
 
     /// The columns of a table in declaration order; empty when there is no such table.

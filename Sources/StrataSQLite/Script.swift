@@ -24,6 +24,29 @@ extension Database {
         }, beforeEach: beforeEach, afterEach: nil)
     }
 
+    /// Runs a whole SQL text as `executeScript(_:)` does, handing every row a statement returns to `onRow`, as
+    /// FMDB's `executeStatements:withResultBlock:` does: each `Row` carries the column names of the statement it
+    /// came from. Returning `.stop` ends the script there without an error: the statement is left where it stands
+    /// and later ones do not run. A throw from `onRow` ends it too, with that error; a `DatabaseError` (such as a
+    /// value `row.get` cannot convert) gets the statement's line and column, as SQLite's errors do.
+    ///
+    /// ```swift
+    /// try db.executeScript("SELECT count(*) AS n FROM books; SELECT name FROM authors;") { row in
+    ///     print(row)
+    ///     return .proceed
+    /// }
+    /// ```
+    public func executeScript(_ text: String, onRow: (Row) throws -> ScriptRowAction) throws {
+        var pending: [UInt8]? = Array(text.utf8)
+        // The callback is only called during this call; the optional parameter below merely types as escaping.
+        try withoutActuallyEscaping(onRow) { onRow in
+            try executeScript(reading: {
+                defer { pending = nil }
+                return pending
+            }, beforeEach: nil, afterEach: nil, onRow: onRow)
+        }
+    }
+
     /// Runs a SQL file statement by statement, reading it in chunks: memory holds one statement and one chunk,
     /// whatever the file's size, and time is linear in the file's size. Errors carry the failing statement's
     /// 1-based line and column, as `executeScript(_:)` does. A UTF-8 BOM at the start is skipped. Only a regular
@@ -75,7 +98,8 @@ extension Database {
 
     /// The one execution path for in-memory and streamed scripts: `readChunk` returns the next bytes, nil at the end.
     private func executeScript(reading readChunk: () throws -> [UInt8]?, startLine: Int = 1,
-                               beforeEach: ((Statement) throws -> Void)?, afterEach: (() -> Void)?) throws {
+                               beforeEach: ((Statement) throws -> Void)?, afterEach: (() -> Void)?,
+                               onRow: ((Row) throws -> ScriptRowAction)? = nil) throws {
         guard !isClosed else { throw DatabaseError.misuse("the database connection is closed") }
         var buffer = ScriptBuffer()
         var scanner = SQLScanner()
@@ -98,7 +122,8 @@ extension Database {
         }
 
         /// Runs the statements of one scanned range; usually one, more where SQLite splits finer than the scanner.
-        func run(_ range: Range<Int>) throws {
+        /// False when `onRow` stopped the script.
+        func run(_ range: Range<Int>) throws -> Bool {
             position.advance(over: buffer, from: consumed, to: range.lowerBound)
             var offset = range.lowerBound
             while offset < range.upperBound {
@@ -145,13 +170,17 @@ extension Database {
                         message: "the statement has a parameter (\(name)) but a script binds no values, so SQLite would use NULL; write the value itself",
                         sql: sql).at(line: position.line, column: position.column)
                 }
-                try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql, transactionState: transactionState,
-                                                 control: control), at: position, beforeEach)
+                let finished = try runScriptStatement(Statement(handle: statement, connection: handle, sql: sql,
+                                                                transactionState: transactionState, control: control,
+                                                                dateStorage: configuration.dateStorage),
+                                                      at: position, beforeEach, onRow)
+                guard finished else { return false }
                 afterEach?()
                 position.advance(over: buffer, from: offset, to: tailOffset)
                 offset = tailOffset
             }
             consumed = range.upperBound
+            return true
         }
 
         // The BOM check needs the first three bytes, which a small read may split.
@@ -166,7 +195,7 @@ extension Database {
             var index = scanned - buffer.base
             let range = buffer.withReadableBytes { scanner.nextStatement(in: $0, base: buffer.base, index: &index) }
             scanned = buffer.base + index
-            if let range { try run(range) }
+            if let range, try !run(range) { return }
         }
         if let open = scanner.unterminated {
             var at = position
@@ -175,19 +204,35 @@ extension Database {
                 message: "the text ends inside a \(open.what) that starts here; nothing after it could run")
                 .at(line: at.line, column: at.column)
         }
-        if let last = scanner.finish(at: buffer.end) { try run(last) }
+        if let last = scanner.finish(at: buffer.end) { _ = try run(last) }
     }
 
-    /// Runs one statement of a script to completion; its error carries the statement's position.
+    /// Runs one statement of a script to completion, its rows handed to `onRow`; its error carries the statement's
+    /// position. False when `onRow` stopped the script.
     private func runScriptStatement(_ statement: Statement, at position: TextPosition,
-                                    _ beforeEach: ((Statement) throws -> Void)?) throws {
+                                    _ beforeEach: ((Statement) throws -> Void)?,
+                                    _ onRow: ((Row) throws -> ScriptRowAction)?) throws -> Bool {
         do {
             try beforeEach?(statement)
-            while try statement.step() {}
+            while try statement.step() {
+                if let onRow, try onRow(statement.currentRow()) == .stop {
+                    statement.reset()
+                    return false
+                }
+            }
+            return true
         } catch let error as DatabaseError {
             throw error.at(line: position.line, column: position.column)
         }
     }
+}
+
+/// What `executeScript(_:onRow:)` does after handing a row to its callback.
+public enum ScriptRowAction: Sendable, Equatable {
+    /// Go on: the next row, then the next statement.
+    case proceed
+    /// End the script here, without an error; nothing after this row runs.
+    case stop
 }
 
 /// The unexecuted part of a SQL text, addressed by absolute offsets into the whole text; bytes before the point

@@ -23,13 +23,16 @@ public final class Statement {
     /// What the statement does to transactions (nil for most): checked against the open scopes each time it is
     /// about to run, since a statement compiled outside a scope (and cached) may run inside one later.
     let control: TransactionControl?
+    /// How the connection stores dates: how `Date` arguments are bound and what numbers read as dates mean.
+    let dateStorage: DateStorage
 
     init(handle: OpaquePointer, connection: OpaquePointer, sql: String, transactionState: TransactionState? = nil,
-         control: TransactionControl? = nil) {
+         control: TransactionControl? = nil, dateStorage: DateStorage = .iso8601Text) {
         self.handle = handle
         self.connection = connection
         self.sql = sql
         self.transactionState = transactionState
+        self.dateStorage = dateStorage
         // `EXPLAIN COMMIT` lists the program of a COMMIT without running it.
         self.control = sqlite3_stmt_isexplain(handle) == 0 ? control : nil
     }
@@ -44,7 +47,7 @@ public final class Statement {
         if let cachedLayout, compilations == layoutCompilations { return cachedLayout }
         let count = Int(sqlite3_column_count(handle))
         let names = (0..<count).map { String(cString: sqlite3_column_name(handle, Int32($0))) }
-        let layout = RowLayout(names: names)
+        let layout = RowLayout(names: names, dateStorage: dateStorage)
         cachedLayout = layout
         layoutCompilations = compilations
         return layout
@@ -68,27 +71,36 @@ public final class Statement {
         case .positional(let values):
             try bind(positional: values, count: count)
         case .positionalWithDates(let values, let dates):
-            try bind(positional: StatementArguments.values(values, dates: dates, precision: SQLiteDialect().datePrecision),
+            try bind(positional: StatementArguments.values(values, dates: dates, precision: SQLiteDialect().datePrecision,
+                                                           storage: dateStorage),
                      count: count)
         case .named(let values):
-            var used = Set<String>()
-            for index in 1...max(count, 1) where count > 0 {
-                guard let cName = sqlite3_bind_parameter_name(handle, Int32(index)) else {
-                    throw DatabaseError.misuse(
-                        "parameter \(index) is positional; pass an array of arguments, not names", sql: sql)
-                }
-                let name = StatementArguments.bareName(String(cString: cName))
-                guard let value = values[name] else {
-                    throw DatabaseError.misuse("missing argument for parameter :\(name)", sql: sql)
-                }
-                used.insert(name)
-                try bind(value, at: Int32(index))
-            }
-            let unknown = Set(values.keys).subtracting(used).sorted()
-            guard unknown.isEmpty else {
+            try bind(named: values, count: count)
+        case .namedWithDates(let values, let dates):
+            try bind(named: StatementArguments.values(values, dates: dates, precision: SQLiteDialect().datePrecision,
+                                                      storage: dateStorage),
+                     count: count)
+        }
+    }
+
+    private func bind(named values: [String: DatabaseValue], count: Int) throws {
+        var used = Set<String>()
+        for index in 1...max(count, 1) where count > 0 {
+            guard let cName = sqlite3_bind_parameter_name(handle, Int32(index)) else {
                 throw DatabaseError.misuse(
-                    "no parameter named \(unknown.map { ":" + $0 }.joined(separator: ", ")) in the statement", sql: sql)
+                    "parameter \(index) is positional; pass an array of arguments, not names", sql: sql)
             }
+            let name = StatementArguments.bareName(String(cString: cName))
+            guard let value = values[name] else {
+                throw DatabaseError.misuse("missing argument for parameter :\(name)", sql: sql)
+            }
+            used.insert(name)
+            try bind(value, at: Int32(index))
+        }
+        let unknown = Set(values.keys).subtracting(used).sorted()
+        guard unknown.isEmpty else {
+            throw DatabaseError.misuse(
+                "no parameter named \(unknown.map { ":" + $0 }.joined(separator: ", ")) in the statement", sql: sql)
         }
     }
 

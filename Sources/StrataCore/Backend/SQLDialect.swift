@@ -33,6 +33,9 @@ public protocol SQLDialect: Sendable {
     /// default); PostgreSQL's timestamps keep microseconds, so a date read from one is written back as the same
     /// instant. Every way a date reaches a statement (arguments, `SQL` interpolation, `ModelStore`) goes by it.
     var datePrecision: DatePrecision { get }
+    /// How a `Date` is stored: ISO-8601 text at `datePrecision` (the default, and PostgreSQL's only form), or a
+    /// number (`DateStorage`). Written dates and numbers read as dates go by it.
+    var dateStorage: DateStorage { get }
     /// A value as the mapper encodes it, as the parameter for a column declared `declaredType`, where the database
     /// takes it in another form (PostgreSQL: a Swift array, JSON text, into an array column). Throws a
     /// `.conversion` error saying why it cannot.
@@ -46,6 +49,13 @@ extension SQLDialect {
     public var numericIsExact: Bool { false }
 
     public var datePrecision: DatePrecision { .milliseconds }
+
+    public var dateStorage: DateStorage { .iso8601Text }
+
+    /// `date` as this database stores it (`dateStorage`, `datePrecision`).
+    public func databaseValue(of date: Date) -> DatabaseValue {
+        dateStorage.databaseValue(of: date, precision: datePrecision)
+    }
 
     /// Every value goes as the mapper encodes it.
     public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue { value }
@@ -67,7 +77,7 @@ extension SQLDialect {
     /// `value` as a parameter of this database: a `Date` at `datePrecision`, anything else as it converts itself
     /// (`checkedDatabaseValue`).
     package func checkedParameter(_ value: any DatabaseValueConvertible) -> Result<DatabaseValue, DatabaseError> {
-        if let date = value as? Date { return .success(date.databaseValue(precision: datePrecision)) }
+        if let date = value as? Date { return .success(databaseValue(of: date)) }
         return checkedDatabaseValue(value)
     }
 }

@@ -17,10 +17,11 @@ final class BindingEncoding {
     private let position = UnsafeMutablePointer<Int>.allocate(capacity: 1)
     private let dateBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 40)
 
-    init(statement: any PreparedStatement, typeName: String, properties: [String], datePrecision: DatePrecision) {
+    init(statement: any PreparedStatement, typeName: String, properties: [String], datePrecision: DatePrecision,
+         dateStorage: DateStorage = .iso8601Text) {
         self.statement = statement
         self.typeName = typeName
-        fallback = RowEncoding(typeName: typeName, datePrecision: datePrecision)
+        fallback = RowEncoding(typeName: typeName, datePrecision: datePrecision, dateStorage: dateStorage)
         count = properties.count
         keys = .allocate(capacity: max(count, 1))
         keys.initialize(from: properties, count: count)
@@ -56,6 +57,9 @@ final class BindingEncoding {
 
     @inline(__always)
     func bindDate(_ date: Date, at parameter: Int32) throws {
+        guard fallback.dateStorage == .iso8601Text else {
+            return try statement.bind(fallback.dateStorage.databaseValue(of: date, precision: fallback.datePrecision), at: parameter)
+        }
         let precision = fallback.datePrecision
         let instant = precision == .milliseconds ? ISO8601.instant(of: date) : ISO8601.microsecondInstant(of: date)
         let length = ISO8601.write(instant, includeTime: true, into: dateBuffer)

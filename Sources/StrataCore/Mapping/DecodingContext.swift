@@ -19,6 +19,8 @@ package final class DecodingContext {
     /// reference costs a retain and a release per field. Valid while `statement` is, which this context keeps alive.
     package let columnSource: OpaquePointer?
     package let typeName: String
+    /// How the statement's database stores dates: what a number read as a `Date` means.
+    package let dateStorage: DateStorage
     let layout: ModelLayout?
     /// 1-based position of the current row in the result.
     package var row: Int { counters[2] }
@@ -43,10 +45,12 @@ package final class DecodingContext {
     private var byKey: [String: Int32] = [:]
     lazy var json = JSONDecoder()
 
-    package init(statement: any PreparedStatement, typeName: String, layout: ModelLayout?) {
+    package init(statement: any PreparedStatement, typeName: String, layout: ModelLayout?,
+                 dateStorage: DateStorage = .iso8601Text) {
         self.statement = statement
         columnSource = (statement as? any RowDecodingStatement)?.columnSource
         self.typeName = typeName
+        self.dateStorage = dateStorage
         self.layout = layout
         counters.initialize(repeating: 0, count: 3)
     }

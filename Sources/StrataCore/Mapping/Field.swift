@@ -143,9 +143,10 @@ package struct Field {
         return high & 0x8080_8080_8080_8080 == 0
     }
 
-    /// ISO-8601 text or unix seconds.
+    /// ISO-8601 text, or a number as the database's `DateStorage` counts it.
     @usableFromInline
     package func date(_ key: @autoclosure () -> String) throws -> Date {
+        let number: Double
         switch value {
         case .text(let bytes):
             guard let instant = ISO8601.parse(bytes: bytes) else {
@@ -153,14 +154,18 @@ package struct Field {
             }
             return instant.date
         case .integer(let integer):
-            return Date(timeIntervalSince1970: Double(integer))
+            number = Double(integer)
         case .real(let real):
-            return Date(timeIntervalSince1970: real)
+            number = real
         case .null:
             throw nullFailure(key)
         default:
-            throw failure(key) { "is not a date (ISO-8601 text or unix seconds)" }
+            throw failure(key) { "is not a date (\(context.dateStorage.accepted))" }
         }
+        guard let date = context.dateStorage.date(fromNumber: number) else {
+            throw failure(key) { "is not a date (\(context.dateStorage.accepted))" }
+        }
+        return date
     }
 
     /// Any other `Decodable`: types adopting `DatabaseValueConvertible`, single values (raw-value enums), and

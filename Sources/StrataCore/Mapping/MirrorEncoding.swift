@@ -7,7 +7,8 @@ import Foundation
 /// Column values of a value that is not `Encodable`, read from its stored properties with `Mirror`.
 /// Slower than the `Encodable` path (about 7× per value), so it is the fallback, not the hot path.
 enum MirrorEncoding {
-    static func encode(_ value: Any, typeName: String, datePrecision: DatePrecision) throws -> EncodedRow {
+    static func encode(_ value: Any, typeName: String, datePrecision: DatePrecision,
+                       dateStorage: DateStorage = .iso8601Text) throws -> EncodedRow {
         var row = EncodedRow()
         var mirror: Mirror? = Mirror(reflecting: value)
         var levels: [Mirror] = []
@@ -25,23 +26,24 @@ enum MirrorEncoding {
                 if label.hasPrefix("_") { label.removeFirst() }
                 row.properties.append(label)
                 row.values.append(try databaseValue(child.value, typeName: typeName, property: label,
-                                                    datePrecision: datePrecision))
+                                                    datePrecision: datePrecision, dateStorage: dateStorage))
             }
         }
         return row
     }
 
     static func databaseValue(_ value: Any, typeName: String, property: String,
-                              datePrecision: DatePrecision) throws -> DatabaseValue {
+                              datePrecision: DatePrecision,
+                              dateStorage: DateStorage = .iso8601Text) throws -> DatabaseValue {
         let mirror = Mirror(reflecting: value)
         if mirror.displayStyle == .optional {
             guard let wrapped = mirror.children.first?.value else { return .null }
-            return try databaseValue(wrapped, typeName: typeName, property: property, datePrecision: datePrecision)
+            return try databaseValue(wrapped, typeName: typeName, property: property, datePrecision: datePrecision, dateStorage: dateStorage)
         }
-        if let date = value as? Date { return date.databaseValue(precision: datePrecision) }
+        if let date = value as? Date { return dateStorage.databaseValue(of: date, precision: datePrecision) }
         if let convertible = value as? any DatabaseValueConvertible { return convertible.databaseValue }
         if let raw = value as? any RawRepresentable {
-            return try databaseValue(raw.rawValue, typeName: typeName, property: property, datePrecision: datePrecision)
+            return try databaseValue(raw.rawValue, typeName: typeName, property: property, datePrecision: datePrecision, dateStorage: dateStorage)
         }
         if let encodable = value as? any Encodable {
             do {

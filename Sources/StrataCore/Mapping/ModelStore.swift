@@ -127,7 +127,8 @@ public final class ModelStore {
             statement.reset()
             throw error
         }
-        let context = DecodingContext(statement: statement, typeName: Self.typeName(T.self), layout: try? layout(of: T.self))
+        let context = DecodingContext(statement: statement, typeName: Self.typeName(T.self), layout: try? layout(of: T.self),
+                                      dateStorage: database.dialect.dateStorage)
         defer {
             context.finish()
             statement.reset()
@@ -264,7 +265,8 @@ public final class ModelStore {
                         let row = try rowEncoding(layout.typeName).encode(value)
                         binding = BindingEncoding(statement: try database.compile(try insertSQL(layout, row)),
                                                   typeName: layout.typeName, properties: row.properties,
-                                                  datePrecision: database.dialect.datePrecision)
+                                                  datePrecision: database.dialect.datePrecision,
+                                                  dateStorage: database.dialect.dateStorage)
                     }
                     try binding?.bind(value)
                     try binding?.statement.run()
@@ -303,12 +305,14 @@ public final class ModelStore {
 
     /// The encoder of a type's rows, writing dates as finely as the database keeps them.
     private func rowEncoding(_ typeName: String) -> RowEncoding {
-        RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision)
+        RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision,
+                    dateStorage: database.dialect.dateStorage)
     }
 
     /// The row of a value that is not `Encodable`, read with `Mirror`.
     private func mirrorRow(_ value: Any, typeName: String) throws -> EncodedRow {
-        try MirrorEncoding.encode(value, typeName: typeName, datePrecision: database.dialect.datePrecision)
+        try MirrorEncoding.encode(value, typeName: typeName, datePrecision: database.dialect.datePrecision,
+                                  dateStorage: database.dialect.dateStorage)
     }
 
     private func encode<T: Encodable>(_ value: T) throws -> EncodedRow {

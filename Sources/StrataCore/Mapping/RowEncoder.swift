@@ -16,6 +16,8 @@ final class RowEncoding {
     let typeName: String
     /// How finely the database keeps a `Date` (`SQLDialect.datePrecision`).
     let datePrecision: DatePrecision
+    /// How the database stores a `Date` (`SQLDialect.dateStorage`).
+    let dateStorage: DateStorage
     var row = EncodedRow()
     lazy var json = Self.jsonEncoder()
 
@@ -26,9 +28,10 @@ final class RowEncoding {
         return encoder
     }
 
-    init(typeName: String, datePrecision: DatePrecision) {
+    init(typeName: String, datePrecision: DatePrecision, dateStorage: DateStorage = .iso8601Text) {
         self.typeName = typeName
         self.datePrecision = datePrecision
+        self.dateStorage = dateStorage
     }
 
     /// Encodes `value`, reusing the row's storage from the previous call.
@@ -48,7 +51,7 @@ final class RowEncoding {
     /// The database form of a non-primitive value: its own conversion if it has one, a single encoded value
     /// (raw-value enums), or JSON text for anything structured.
     func databaseValue<T: Encodable>(_ value: T, key: String) throws -> DatabaseValue {
-        if let date = value as? Date { return date.databaseValue(precision: datePrecision) }
+        if let date = value as? Date { return dateStorage.databaseValue(of: date, precision: datePrecision) }
         if let convertible = value as? any DatabaseValueConvertible { return convertible.databaseValue }
         let single = SingleValueCapture(encoding: self, key: key)
         do {

@@ -78,6 +78,9 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
         case cannotOpen
         /// Refused by an authorization rule (what a migration may do).
         case authorization
+        /// The statement was stopped by a request to interrupt it (SQLite's `interrupt()`). Nothing is wrong with
+        /// it; what it had changed is undone, and a write interrupted inside a transaction rolls that back too.
+        case interrupted
         /// An I/O error, corruption, or anything else.
         case other
     }

@@ -171,14 +171,11 @@ extension Date: DatabaseValueConvertible {
     public func databaseValue(precision: DatePrecision) -> DatabaseValue {
         .text(ISO8601.format(self, precision: precision))
     }
-    /// Reads ISO-8601 text (date only, with or without time, fraction and offset) or unix seconds.
+    /// Reads ISO-8601 text (date only, with or without time, fraction and offset) or unix seconds (from 4714 BC
+    /// through 9999, as `DateStorage` reads them). A row read from a database that stores dates otherwise reads a
+    /// number as that database's storage counts (`Row.get`, `ModelStore`).
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Date? {
-        switch value {
-        case .text(let s): ISO8601.parse(s)
-        case .integer(let i): Date(timeIntervalSince1970: TimeInterval(i))
-        case .real(let d): Date(timeIntervalSince1970: d)
-        default: nil
-        }
+        DateStorage.iso8601Text.date(from: value)
     }
 }
 

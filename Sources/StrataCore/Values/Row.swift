@@ -1,11 +1,19 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The column names of a result set and their case-insensitive index, shared by all its rows.
 public final class RowLayout: Sendable {
     public let names: [String]
+    /// How the rows' database stores dates, which decides what a number read as a `Date` means.
+    public let dateStorage: DateStorage
     let indexByLowercasedName: [String: Int]
 
-    public init(names: [String]) {
+    public init(names: [String], dateStorage: DateStorage = .iso8601Text) {
         self.names = names
+        self.dateStorage = dateStorage
         var index: [String: Int] = [:]
         // The first of several same-named columns wins, as in SQL's own name resolution.
         for (offset, name) in names.enumerated() where index[name.sqliteFolded] == nil {
@@ -65,6 +73,16 @@ public struct Row: Sendable, Equatable, CustomStringConvertible {
             throw DatabaseError.misuse("column index \(index) out of range (row has \(values.count) columns)")
         }
         let value = values[index]
+        if T.self == Date.self || T.self == Date?.self {
+            // A number means what the database's date storage says, which `Date.fromDatabaseValue` cannot know.
+            if case .null = value, let none = Date?.none as? T { return none }
+            guard let date = layout.dateStorage.date(from: value), let converted = date as? T else {
+                throw DatabaseError(
+                    kind: .conversion,
+                    message: "column '\(layout.names[index])' holds \(value.storageClass) \(value), which is not a date (\(layout.dateStorage.accepted))")
+            }
+            return converted
+        }
         guard let converted = T.fromDatabaseValue(value) else {
             throw DatabaseError(
                 kind: .conversion,

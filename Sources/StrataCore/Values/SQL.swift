@@ -58,7 +58,7 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
                 values.append(value)
                 text += dialect.placeholder(values.count)
             case .date(let date):
-                values.append(date.databaseValue(precision: dialect.datePrecision))
+                values.append(dialect.databaseValue(of: date))
                 text += dialect.placeholder(values.count)
             case .value(.failure(let error)):
                 values.append(.null)

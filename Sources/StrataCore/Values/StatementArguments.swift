@@ -18,6 +18,9 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
     /// (`SQLDialect.datePrecision`): what an array of arguments holding a `Date` makes. Backends bind
     /// them through `values(_:dates:precision:)`.
     case positionalWithDates([DatabaseValue], dates: [Int: Date])
+    /// Named values among which are dates, kept as `Date` (by bare name; `values` holds SQLite's text for them)
+    /// until a statement binds them, since a database may store dates as numbers (`SQLDialect.dateStorage`).
+    case namedWithDates([String: DatabaseValue], dates: [String: Date])
 
     public static let none = StatementArguments.positional([])
 
@@ -53,8 +56,10 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
 
     private init(named values: [(String, (any DatabaseValueConvertible)?)]) {
         var converted: [String: DatabaseValue] = [:]
+        var dates: [String: Date] = [:]
         for (key, value) in values {
             guard let value else { converted[Self.bareName(key)] = .null; continue }
+            if let date = value as? Date { dates[Self.bareName(key)] = date }
             switch checkedDatabaseValue(value) {
             case .success(let bound): converted[Self.bareName(key)] = bound
             case .failure(let error):
@@ -62,7 +67,7 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
                 return
             }
         }
-        self = .named(converted)
+        self = dates.isEmpty ? .named(converted) : .namedWithDates(converted, dates: dates)
     }
 
     public init(_ values: [DatabaseValue]) {
@@ -73,12 +78,23 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
         self.init(named: values.map { ($0.key, $0.value) })
     }
 
-    /// Positional `values` with the `dates` at their indexes written at `precision`: how a backend binds
-    /// `positionalWithDates`.
-    package static func values(_ values: [DatabaseValue], dates: [Int: Date], precision: DatePrecision) -> [DatabaseValue] {
+    /// Positional `values` with the `dates` at their indexes written as `storage` keeps them, text at `precision`:
+    /// how a backend binds `positionalWithDates`.
+    package static func values(_ values: [DatabaseValue], dates: [Int: Date], precision: DatePrecision,
+                               storage: DateStorage = .iso8601Text) -> [DatabaseValue] {
         var values = values
         for (index, date) in dates where values.indices.contains(index) {
-            values[index] = date.databaseValue(precision: precision)
+            values[index] = storage.databaseValue(of: date, precision: precision)
+        }
+        return values
+    }
+
+    /// Named `values` with the `dates` under their names written as `storage` keeps them, text at `precision`.
+    package static func values(_ values: [String: DatabaseValue], dates: [String: Date], precision: DatePrecision,
+                               storage: DateStorage) -> [String: DatabaseValue] {
+        var values = values
+        for (name, date) in dates where values[name] != nil {
+            values[name] = storage.databaseValue(of: date, precision: precision)
         }
         return values
     }

@@ -161,4 +161,57 @@ final class DatabasePoolTests: XCTestCase {
         XCTAssertEqual(one, 1)
         XCTAssertEqual(pool.readerCount, 1)
     }
+
+    /// Counts to a billion, calling `started()` with the first row: only an interrupt ends it within the test.
+    private static let longCount = "WITH RECURSIVE c(x) AS (SELECT started() UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
+
+    private func defineStarted(on db: Database, signalling started: DispatchSemaphore) throws {
+        try db.createFunction("started", argumentCount: 0, deterministic: false) { _ in
+            started.signal()
+            return 1
+        }
+    }
+
+    func testInterruptStopsARunningReadAndTheReaderServesTheNext() throws {
+        let pool = try makePool()
+        let started = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            if started.wait(timeout: .now() + .seconds(120)) == .success { pool.interrupt() }
+        }
+        let error = assertThrows(DatabaseError.self) {
+            try pool.read { db in
+                try self.defineStarted(on: db, signalling: started)
+                return try db.scalar(Self.longCount + "SELECT count(*) FROM c", .none, as: Int.self)
+            }
+        }
+        XCTAssertEqual(error?.kind, .interrupted)
+        XCTAssertEqual(try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }, 0)
+    }
+
+    func testInterruptStopsARunningWriteWhichIsRolledBack() throws {
+        let pool = try makePool()
+        let started = DispatchSemaphore(value: 0)
+        try pool.writeWithoutTransaction { db in try self.defineStarted(on: db, signalling: started) }
+        DispatchQueue.global().async {
+            if started.wait(timeout: .now() + .seconds(120)) == .success { pool.interrupt() }
+        }
+        let error = assertThrows(DatabaseError.self) {
+            try pool.write { db in
+                try db.execute("INSERT INTO t VALUES (1)")
+                try db.execute(Self.longCount + "INSERT INTO t SELECT x FROM c", .none)
+            }
+        }
+        XCTAssertEqual(error?.kind, .interrupted)
+        XCTAssertEqual(try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }, 0)
+        try pool.write { db in try db.execute("INSERT INTO t VALUES (2)") }
+        XCTAssertEqual(try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }, 1)
+    }
+
+    func testInterruptWithNothingRunningDoesNothing() throws {
+        let pool = try makePool()
+        _ = try pool.read { db in try db.scalar("SELECT 1", .none, as: Int.self) }
+        pool.interrupt()
+        try pool.write { db in try db.execute("INSERT INTO t VALUES (1)") }
+        XCTAssertEqual(try pool.read { db in try db.scalar("SELECT count(*) FROM t", as: Int.self) }, 1)
+    }
 }

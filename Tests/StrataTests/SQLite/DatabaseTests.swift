@@ -729,7 +729,7 @@ extension DatabaseTests {
             try Database(path: dir.appendingPathComponent("no/such/dir.sqlite").path)
         }?.kind, .cannotOpen)
         for kind in [DatabaseError.Kind.busy, .lockNotAvailable, .constraint, .readOnly, .diskFull, .syntax, .misuse, .conversion,
-                     .cannotOpen, .authorization, .other] {
+                     .cannotOpen, .authorization, .interrupted, .other] {
             XCTAssertEqual(DatabaseError(kind: kind, message: "m").kind, kind, "an error made by kind keeps it")
         }
     }

@@ -126,4 +126,85 @@ final class ScriptTests: XCTestCase {
             XCTAssertEqual(boundaries([bytes[..<split], bytes[split...]]), whole, "split at \(split)")
         }
     }
+
+    // MARK: executeScript(_:onRow:)
+
+    func testEachStatementsRowsReachTheCallbackWithItsColumnNames() throws {
+        let db = try Database()
+        var seen: [String] = []
+        try db.executeScript("""
+            CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT);
+            INSERT INTO t (name) VALUES ('a'), ('b');
+            SELECT id, name FROM t ORDER BY id;
+            UPDATE t SET name = upper(name) WHERE id = 2;
+            SELECT count(*) AS total FROM t;
+            """) { row in
+            seen.append(row.columnNames.joined(separator: ",") + "=" + row.values.map { "\($0)" }.joined(separator: ","))
+            return .proceed
+        }
+        XCTAssertEqual(seen.count, 3, "\(seen)")
+        XCTAssertEqual(seen.first?.hasPrefix("id,name="), true)
+        XCTAssertEqual(seen.last?.hasPrefix("total="), true)
+        XCTAssertEqual(try db.scalar("SELECT name FROM t WHERE id = 2", as: String.self), "B", "statements without rows ran too")
+    }
+
+    func testRowsReadByNameAndAStatementWithoutRowsCallsNothing() throws {
+        let db = try Database()
+        var names: [String] = []
+        var totals: [Int] = []
+        try db.executeScript("CREATE TABLE t (name TEXT); INSERT INTO t VALUES ('x'), ('y'); SELECT name FROM t; SELECT count(*) AS n FROM t;") { row in
+            if row.columnNames == ["name"] { names.append(try row.get("NAME")) } else { totals.append(try row.get("n")) }
+            return .proceed
+        }
+        XCTAssertEqual(names, ["x", "y"])
+        XCTAssertEqual(totals, [2])
+    }
+
+    func testStopEndsTheScriptWithoutAnErrorAndLaterStatementsDoNotRun() throws {
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        var rows = 0
+        try db.executeScript("""
+            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100) SELECT x FROM c;
+            INSERT INTO t VALUES (1);
+            """) { row in
+            rows += 1
+            return try row.get(0, as: Int.self) == 3 ? .stop : .proceed
+        }
+        XCTAssertEqual(rows, 3)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0, "the INSERT after the stop did not run")
+        XCTAssertEqual(try db.scalar("SELECT 1", as: Int.self), 1, "the connection is free for the next statement")
+    }
+
+    func testAThrowFromTheCallbackEndsTheScriptWithThatError() throws {
+        struct Enough: Error, Equatable {}
+        let db = try Database()
+        try db.execute("CREATE TABLE t (x)")
+        XCTAssertEqual(assertThrows(Enough.self) {
+            try db.executeScript("SELECT 1; INSERT INTO t VALUES (1);") { _ in throw Enough() }
+        }, Enough())
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 0)
+        let error = assertThrows(DatabaseError.self) {
+            try db.executeScript("SELECT 1;\n  SELECT 'not a number';") { row in
+                _ = try row.get(0, as: Int.self)
+                return .proceed
+            }
+        }
+        XCTAssertEqual([error?.line, error?.column], [2, 3], "a conversion error names the statement that returned the row")
+    }
+
+    func testASQLErrorNamesTheStatementsLineAfterRowsWereHandedOver() throws {
+        let db = try Database()
+        var rows = 0
+        let error = assertThrows(DatabaseError.self) {
+            try db.executeScript("SELECT 1;\nSELECT 2;\n\nSELECT missing FROM nowhere;\nSELECT 4;") { _ in
+                rows += 1
+                return .proceed
+            }
+        }
+        XCTAssertEqual(rows, 2)
+        XCTAssertEqual(error?.kind, .syntax)
+        XCTAssertEqual([error?.line, error?.column], [4, 1])
+        XCTAssertTrue(error?.message.contains("nowhere") ?? false, String(describing: error))
+    }
 }
