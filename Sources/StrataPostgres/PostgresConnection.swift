@@ -42,7 +42,7 @@ public final class PostgresConnection {
     /// Server-side prepared statements by SQL text (`runPrepared`), forgotten when the session is reset.
     var prepared = PostgresPreparedStatements()
     /// Whether `double precision` prints exactly (`extra_float_digits` above 0, as Strata sets it), which a binary
-    /// read of one must match (`noteDeallocation` reads it again after a statement that may have changed it).
+    /// read of one must match (`noteSessionChanges` reads it again after a statement that may have changed it).
     var floatTextIsExact = true
     /// Prepares every statement on its first run, not its second: how the tests run the mapper's conformance suite
     /// through prepared statements and binary results.
@@ -115,7 +115,7 @@ public final class PostgresConnection {
         let result = PostgresResult(PQexec(handle, sql))
         try check(result, sql: sql)
         try confirmTransactionKept(result, sql: sql)
-        noteDeallocation(result, sql: sql, severalStatements: true)
+        noteSessionChanges(result, sql: sql, severalStatements: true)
         changes = result.changes
         // The simple protocol returns only the last result; earlier ones were consumed by libpq.
     }
@@ -128,7 +128,7 @@ public final class PostgresConnection {
         }
         try check(result, sql: sql)
         try confirmTransactionKept(result, sql: sql)
-        noteDeallocation(result, sql: sql, severalStatements: false)
+        noteSessionChanges(result, sql: sql, severalStatements: false)
         changes = result.changes
         return result
     }

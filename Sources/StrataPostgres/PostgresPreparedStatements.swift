@@ -109,7 +109,7 @@ extension PostgresConnection {
         }
         try check(result, sql: sql)
         try confirmTransactionKept(result, sql: sql)
-        noteDeallocation(result, sql: sql, severalStatements: false)
+        noteSessionChanges(result, sql: sql, severalStatements: false)
         changes = result.changes
         return result
     }
@@ -165,7 +165,7 @@ extension PostgresConnection {
 
     /// Forgets the session's prepared statements after a statement that may have deallocated them, and reads
     /// `extra_float_digits` again after one that may have changed it (the server does not report it to libpq).
-    func noteDeallocation(_ result: PostgresResult, sql: String, severalStatements: Bool) {
+    func noteSessionChanges(_ result: PostgresResult, sql: String, severalStatements: Bool) {
         let tag = PQcmdStatus(result.handle).map { String(cString: $0) } ?? ""
         if PostgresPreparedStatements.mayDeallocate(tag: tag, sql: sql, severalStatements: severalStatements) {
             prepared.forgetAll()
