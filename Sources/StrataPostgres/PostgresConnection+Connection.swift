@@ -94,7 +94,8 @@ extension PostgresConnection: DatabaseConnection {
         guard isInTransaction else { return try withTransaction(body) }
         savepointDepth += 1
         defer { savepointDepth -= 1 }
-        let name = "strata_savepoint_\(savepointDepth)"
+        // Named apart from any savepoint a body opens itself, which `ROLLBACK TO` would otherwise find first.
+        let name = "strata_savepoint_\(savepointPrefix)_\(savepointDepth)"
         try executeSimple("SAVEPOINT \(name)")
         do {
             let value = try owningTransaction("withSavepoint", body)
@@ -136,12 +137,14 @@ extension PostgresConnection: DatabaseConnection {
     public func columns(in table: String) throws -> [ColumnInfo] {
         let dialect = PostgresDialect()
         return try rows("""
-            SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
+            SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type,
+                   a.attnotnull OR (t.typtype = 'd' AND t.typnotnull) AS attnotnull,
                    pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_sql,
                    (a.attidentity <> '' OR COALESCE(pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)) AS generated,
                    COALESCE((SELECT k.position FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, position)
                              WHERE k.attnum = a.attnum), 0)::int8 AS key_position
             FROM pg_catalog.pg_attribute a
+            JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
             LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
             LEFT JOIN pg_catalog.pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
             WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped

@@ -88,6 +88,8 @@ extension PostgresConnection: MigrationDatabase {
     }
 
     public func runScript(_ bytes: [UInt8], startLine: Int, insideTransaction: Bool, afterEach: (() -> Void)?) throws {
+        // Inside a transaction Strata opened for a body (a pool's `write`), a script may not end it either.
+        if transactionOwner != nil { try confirmTransactionOpen(sql: String(decoding: bytes, as: UTF8.self)) }
         var script = PostgresScript(bytes: bytes, startLine: startLine)
         try run(&script, afterEach: afterEach)
     }
@@ -279,5 +281,6 @@ struct PostgresSessionReset: SessionSnapshot {
         try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; DEALLOCATE ALL")
         connection.prepared.forgetAll()
         try connection.executeSimple(connection.sessionSettings)
+        connection.floatTextIsExact = true
     }
 }

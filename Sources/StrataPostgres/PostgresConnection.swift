@@ -28,6 +28,8 @@ public final class PostgresConnection {
     public internal(set) var changes = 0
     /// Savepoints opened by `withSavepoint`, for unique names.
     var savepointDepth = 0
+    /// Sets `withSavepoint`'s names apart from a body's own.
+    let savepointPrefix = UInt32.random(in: 0...UInt32.max)
     /// Whether this session holds the deployers' advisory lock (`withWriteLock`).
     var holdsDeployLock = false
     /// Names the session a migration's statement waited for when it gives up (armed by `limitStatements`).

@@ -30,7 +30,11 @@ public struct PostgresDialect: SQLDialect {
     /// server cuts them) or shorter than a `char(n)` (the server pads it), a `Double` a `real` cannot hold exactly,
     /// a `Date` with a time of day into a `date`.
     public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue {
+        if case .null = value { return value }
         switch value {
+        case _ where declaredType.hasSuffix("[]") && Self.changesElements(declaredType):
+            throw DatabaseError(kind: .conversion, code: nil,
+                                message: "a \(declaredType) column can change an element without an error (rounding, padding or dropping part of it), and Strata checks the values of plain columns, not each element of an array; use \(Self.exactElementType(declaredType))[]")
         case .text(let json) where declaredType.hasSuffix("[]") && json.first == "[":
             do {
                 return .text(try PostgresArrays.arrayText(fromJSON: json))
@@ -41,8 +45,17 @@ public struct PostgresDialect: SQLDialect {
             try Self.checkScale(text, declaredType)
         case .real(let real) where declaredType.hasPrefix("numeric("):
             try Self.checkScale(PostgresParameters.text(of: real), declaredType)
-        case .integer where declaredType.hasPrefix("numeric("):
-            break
+        case .integer(let integer) where declaredType.hasPrefix("numeric("):
+            try Self.checkScale(String(integer), declaredType)
+        case .integer(let integer) where declaredType == "real" && Float(exactly: integer) == nil:
+            throw DatabaseError(kind: .conversion, code: nil,
+                                message: "\(integer) needs more digits than real (single precision) keeps; PostgreSQL would round it to \(Int64(Float(integer))); use bigint or double precision")
+        case .integer(let integer) where declaredType == "double precision" && Double(exactly: integer) == nil:
+            throw DatabaseError(kind: .conversion, code: nil,
+                                message: "\(integer) is beyond 2^53, past which double precision does not hold every integer; PostgreSQL would round it; use bigint or numeric")
+        case _ where declaredType == "money":
+            throw DatabaseError(kind: .conversion, code: nil,
+                                message: "a money column rounds to the fraction digits of the server's lc_monetary without an error, which Strata cannot check; use numeric(p, s)")
         case .text(let text) where declaredType.hasPrefix("character varying(") || declaredType.hasPrefix("character("):
             if let length = Self.typeModifiers(declaredType).first, text.unicodeScalars.count > length {
                 throw DatabaseError(kind: .conversion, code: nil,
@@ -81,26 +94,52 @@ public struct PostgresDialect: SQLDialect {
             .compactMap { Int($0.trimmingWhitespace()) }
     }
 
-    /// Refuses decimal text with more significant fraction digits than the column's scale.
+    /// Refuses decimal text the column's scale cannot hold exactly: more significant fraction digits than the scale,
+    /// or (a negative scale) an integer that is not a multiple of the power of ten it rounds to.
     private static func checkScale(_ text: String, _ declaredType: String) throws {
         let modifier = typeModifiers(declaredType)
         guard modifier.count == 2 else { return }
         let scale = modifier[1]
         var mantissa = Substring(text)
-        if let exponent = mantissa.firstIndex(where: { $0 == "e" || $0 == "E" }) { mantissa = mantissa[..<exponent] }
-        let exponent = text.firstIndex(where: { $0 == "e" || $0 == "E" }).flatMap { Int(text[text.index(after: $0)...]) } ?? 0
-        guard let point = mantissa.firstIndex(of: ".") else {
-            if exponent < -scale { throw scaleError(text, declaredType, scale) }
-            return
+        var exponent = 0
+        if let marker = mantissa.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            exponent = Int(mantissa[mantissa.index(after: marker)...]) ?? 0
+            mantissa = mantissa[..<marker]
         }
-        let fraction = mantissa[mantissa.index(after: point)...].reversed().drop { $0 == "0" }.count
-        if fraction - exponent > scale { throw scaleError(text, declaredType, scale) }
+        // The value is digits × 10^power once trailing zeros are moved into the power.
+        var digits = mantissa.filter(\.isNumber)
+        if let point = mantissa.firstIndex(of: ".") {
+            exponent -= mantissa[mantissa.index(after: point)...].filter(\.isNumber).count
+        }
+        while digits.last == "0" {
+            digits.removeLast()
+            exponent += 1
+        }
+        if !digits.isEmpty, exponent < -scale { throw scaleError(text, declaredType, scale) }
+    }
+
+    /// Array element types whose column changes a value without an error (as `parameter` refuses for plain columns).
+    private static func changesElements(_ declaredType: String) -> Bool {
+        let element = String(declaredType.dropLast(2))
+        return element == "real" || element == "date" || element == "money" || element.hasPrefix("character(")
+            || (element.hasPrefix("numeric(") && typeModifiers(element).count == 2)
+    }
+
+    private static func exactElementType(_ declaredType: String) -> String {
+        let element = String(declaredType.dropLast(2))
+        if element == "real" { return "double precision" }
+        if element == "date" { return "timestamptz" }
+        if element.hasPrefix("character(") { return "text" }
+        return "numeric"
     }
 
     private static func scaleError(_ text: String, _ declaredType: String, _ scale: Int) -> DatabaseError {
         DatabaseError(kind: .conversion, code: nil,
-                      message: "\(text) has more than \(scale) decimal places, which \(declaredType) keeps; PostgreSQL would round it")
+                      message: scale >= 0 ? "\(text) has more than \(scale) decimal places, which \(declaredType) keeps; PostgreSQL would round it"
+                          : "\(text) is not a multiple of \(Self.powerOfTen(-scale)), which \(declaredType) rounds to; PostgreSQL would round it")
     }
+
+    private static func powerOfTen(_ exponent: Int) -> String { "1" + String(repeating: "0", count: max(exponent, 0)) }
 
     /// Integers (and `boolean`, read as 0 and 1) are integer, floating types real, `numeric` numeric (exact),
     /// `bytea` blob, and everything else (text, dates and times, uuid, json, enums) text for the server to parse.

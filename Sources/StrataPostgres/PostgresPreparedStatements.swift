@@ -27,6 +27,14 @@ struct PostgresPreparedStatements {
         /// A `double precision`, whose text is exact only while `extra_float_digits` is above 0.
         let readsFloats: Bool
 
+        /// A result that may hold any type.
+        static let everything = BinaryReading(readsDates: true, readsFloats: true)
+
+        private init(readsDates: Bool, readsFloats: Bool) {
+            self.readsDates = readsDates
+            self.readsFloats = readsFloats
+        }
+
         /// Nil unless every column of `types` has a binary reading.
         init?(_ types: [Oid]) {
             guard !types.isEmpty, types.allSatisfy(PostgresBinary.isReadable) else { return nil }
@@ -75,8 +83,10 @@ struct PostgresPreparedStatements {
     /// Whether a run of `sql` asks for its result in binary: learned so, and the session prints what it holds as
     /// every Strata session does.
     func readsInBinary(_ sql: String, connection: PostgresConnection) -> Bool {
-        guard let reading = binary[sql] else { return false }
-        return connection.printsAsStrata(reading)
+        // What was learned may be stale (a date or double column added since), so the session must print every
+        // type as Strata's sessions do, not only the ones learned.
+        guard binary[sql] != nil else { return false }
+        return connection.printsAsStrata(.everything)
     }
 
     /// Whether a statement's command tag, or (for several statements run at once, of which libpq returns the last
@@ -170,10 +180,10 @@ extension PostgresConnection {
         if PostgresPreparedStatements.mayDeallocate(tag: tag, sql: sql, severalStatements: severalStatements) {
             prepared.forgetAll()
         }
+        // Not reported to libpq, and a SET LOCAL or a rolled-back SET changes it back later without a word: once a
+        // statement may have changed it, doubles read as text on this session (until a session reset sets it again).
         if tag == "RESET" || tag == "DISCARD ALL" || Self.mentionsFloatDigits(sql) {
-            let shown = PostgresResult(PQexec(handle, "SHOW extra_float_digits"))
-            let digits = PQgetvalue(shown.handle, 0, 0).flatMap { Int(String(cString: $0)) } ?? 0
-            floatTextIsExact = PQresultStatus(shown.handle) == PGRES_TUPLES_OK && digits > 0
+            floatTextIsExact = false
         }
     }
 

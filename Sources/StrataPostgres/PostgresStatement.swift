@@ -140,19 +140,15 @@ public final class PostgresStatement {
     public func step() throws -> Bool {
         if result == nil {
             try takeBindFailure()
-            var executed = try execute()
-            if !cursor.pointee.start(executed) {
-                // A binary result with a column of a type that has no binary reading. A prepared statement's types
-                // are fixed by the server, so this is a run learned from an earlier text run of a SELECT, whose table
-                // has changed since: run it again, in text (a SELECT, so running it again changes nothing).
-                guard executions == 1, !connection.preparesEveryStatement else {
-                    throw DatabaseError(kind: .other, code: nil, message: "a prepared statement's result came in binary for a type Strata does not read in binary", sql: sql)
-                }
+            let executed = try execute()
+            guard cursor.pointee.start(executed) else {
+                // A binary result with a column of a type that has no binary reading: the table changed since the
+                // text run this SQL's reading was learned from. Not run again: a statement reporting SELECT may still
+                // write (a data-modifying WITH, nextval, a volatile function). The next run reads text.
                 connection.prepared.forgetBinary(sql)
-                executed = try connection.run(sql, parameters, binary: false)
-                guard cursor.pointee.start(executed) else {
-                    throw DatabaseError(kind: .other, code: nil, message: "a result came in binary for a type Strata does not read in binary", sql: sql)
-                }
+                throw DatabaseError(kind: .other, code: nil,
+                                    message: "the result came in binary, as an earlier run of this SQL on the session showed it could, but a column's type has changed since to one Strata does not read in binary; nothing was read, and the statement ran once: run it again to read it as text",
+                                    sql: sql)
             }
             if executions == 1 { connection.prepared.learn(from: executed, sql: sql) }
             result = executed

@@ -154,6 +154,31 @@ final class PostgresConnectionTests: XCTestCase {
         XCTAssertEqual(try db.rows("SELECT x FROM t").map { $0[0] }, [.integer(6)])
     }
 
+    /// Found by a hostile review: `runScript` inside a pool's `write` let a script's `COMMIT` end the pool's
+    /// transaction (a throw then left its rows committed); and a body's own `SAVEPOINT strata_savepoint_1` made
+    /// `withSavepoint` roll back only to it, committing what a throwing savepoint had written.
+    func testAScriptOrASavepointNameCannotEndWhatStrataOpened() throws {
+        struct Oops: Error {}
+        let url = try PostgresServer.shared().url(for: makeTemporaryDirectory(self))
+        let db = try PostgresConnection(url: url)
+        try db.executeSimple("CREATE TABLE t (id integer PRIMARY KEY)")
+        let pool = PostgresPool(url: url, configuration: .init(size: 1))
+        XCTAssertThrowsError(try pool.write { conn in
+            try conn.runScript(Array("INSERT INTO t VALUES (1);\nCOMMIT;\nINSERT INTO t VALUES (2);\n".utf8),
+                               startLine: 1, insideTransaction: true, afterEach: nil)
+        }) { error in XCTAssertTrue("\(error)".contains("COMMIT would end"), "\(error)") }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", .none, as: Int.self), 0)
+        try db.withTransaction {
+            _ = try? db.withSavepoint {
+                try db.execute("INSERT INTO t VALUES (1)", .none)
+                try db.execute("SAVEPOINT strata_savepoint_1", .none)
+                throw Oops()
+            }
+        }
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", .none, as: Int.self), 0,
+                       "the insert of a savepoint that threw was committed")
+    }
+
     func testTheCatalogAsTheCoreReadsIt() throws {
         let db = try connection()
         try db.execute("""

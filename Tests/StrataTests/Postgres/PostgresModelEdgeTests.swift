@@ -236,6 +236,42 @@ final class PostgresModelEdgeTests: XCTestCase {
         XCTAssertEqual(try admin.scalar("SELECT count(*) FROM reading", .none, as: Int.self), 1)
     }
 
+    /// Found by a hostile review: more writes a column would change without an error. An array of `real`, `date`,
+    /// `char(n)` or `numeric(p, s)` (elements are not checked one by one, so the column is refused); an `Int` `real`
+    /// or `double precision` cannot hold; an `Int` a
+    /// negative-scale `numeric` would round; anything into `money` (rounded by `lc_monetary`). And the other way: a
+    /// value a negative-scale `numeric` holds exactly is accepted.
+    func testMoreColumnsRefuseWhatTheyWouldChange() throws {
+        struct Samples: Codable { var id: Int; var values: [Double] }
+        struct Reading: Codable { var id: Int; var value: Double }
+        struct Count: Codable { var id: Int; var n: Int }
+        struct Lot: Codable, Equatable { var id: Int; var size: Decimal }
+        struct Price: Codable { var id: Int; var amount: Decimal }
+        let (store, admin, _) = try pg("""
+            CREATE TABLE samples (id integer PRIMARY KEY, "values" real[] NOT NULL);
+            CREATE TABLE reading (id integer PRIMARY KEY, value real NOT NULL);
+            CREATE TABLE count (id integer PRIMARY KEY, n real NOT NULL);
+            CREATE TABLE lot (id integer PRIMARY KEY, size numeric(7, -2) NOT NULL);
+            CREATE TABLE price (id integer PRIMARY KEY, amount money NOT NULL)
+            """)
+        let refusals: [(String, () throws -> Void)] = [
+            ("checks the values of plain columns, not each element", { try store.insert(Samples(id: 1, values: [0.123456789])) }),
+            ("more precision than real", { try store.insert(Reading(id: 1, value: 0.123456789)) }),
+            ("more digits than real", { try store.insert(Count(id: 1, n: 16_777_217)) }),
+            ("is not a multiple of 100", { try store.insert(Lot(id: 1, size: 123)) }),
+            ("lc_monetary", { try store.insert(Price(id: 1, amount: Decimal(string: "1.005") ?? 0)) }),
+        ]
+        for (expected, write) in refusals {
+            let error = assertThrows(Error.self, write)
+            XCTAssertTrue("\(String(describing: error))".contains(expected), "\(expected): \(String(describing: error))")
+        }
+        try store.insert(Reading(id: 2, value: 0.5))
+        try store.insert(Count(id: 2, n: 16_777_216))
+        try store.insert(Lot(id: 2, size: 12_300))
+        XCTAssertEqual(try store.find(Lot.self, key: 2), Lot(id: 2, size: 12_300))
+        XCTAssertEqual(try admin.scalar("SELECT (SELECT count(*) FROM samples) + (SELECT count(*) FROM price)", .none, as: Int.self), 0)
+    }
+
     // MARK: Errors where the README promises success
 
     /// `save` of a value read back from a table keyed by `GENERATED ALWAYS AS IDENTITY` (the form PostgreSQL
