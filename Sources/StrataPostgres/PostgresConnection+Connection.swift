@@ -138,6 +138,7 @@ extension PostgresConnection: DatabaseConnection {
         let dialect = PostgresDialect()
         return try rows("""
             SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type,
+                   CASE WHEN t.typtype = 'd' THEN pg_catalog.format_type(t.typbasetype, t.typtypmod) END AS base_type,
                    a.attnotnull OR (t.typtype = 'd' AND t.typnotnull) AS attnotnull,
                    pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_sql,
                    (a.attidentity <> '' OR COALESCE(pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)) AS generated,
@@ -154,7 +155,8 @@ extension PostgresConnection: DatabaseConnection {
                 return ColumnInfo(name: try row.get("attname"), declaredType: type,
                                   affinity: dialect.affinity(ofDeclaredType: type),
                                   isNotNull: try row.get("attnotnull"), defaultSQL: try row.get("default_sql"),
-                                  primaryKeyPosition: try row.get("key_position"), isGenerated: try row.get("generated"))
+                                  primaryKeyPosition: try row.get("key_position"), isGenerated: try row.get("generated"),
+                                  storageType: try row.get("base_type"))
             }
     }
 

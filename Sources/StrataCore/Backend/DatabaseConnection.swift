@@ -67,11 +67,14 @@ public struct ColumnInfo: Sendable, Equatable {
     /// The database fills the column when an insert leaves it out: an identity column, or one whose default draws
     /// from a sequence (PostgreSQL's `serial`). SQLite's `INTEGER PRIMARY KEY` is filled when given NULL instead.
     public let isGenerated: Bool
+    /// The type values are stored as, which writes must fit: the declared type, or a PostgreSQL domain's base type.
+    public let storageType: String
 
     public init(name: String, declaredType: String, affinity: Affinity, isNotNull: Bool, defaultSQL: String?,
-                primaryKeyPosition: Int, isGenerated: Bool = false) {
+                primaryKeyPosition: Int, isGenerated: Bool = false, storageType: String? = nil) {
         self.name = name
         self.declaredType = declaredType
+        self.storageType = storageType ?? declaredType
         self.affinity = affinity
         self.isNotNull = isNotNull
         self.defaultSQL = defaultSQL

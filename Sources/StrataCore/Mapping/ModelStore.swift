@@ -582,7 +582,7 @@ struct RowShape {
         self.properties = properties
         columns = properties.map(layout.column(for:))
         let infos = columns.map { layout.columns.named($0) }
-        declaredTypes = infos.map { $0?.declaredType }
+        declaredTypes = infos.map { $0?.storageType }
         isGeneratedKey = zip(columns, infos).map { layout.isPrimaryKey($0) && $1?.isGenerated == true }
     }
 }

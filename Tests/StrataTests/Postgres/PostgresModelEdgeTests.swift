@@ -237,8 +237,8 @@ final class PostgresModelEdgeTests: XCTestCase {
     }
 
     /// Found by a hostile review: more writes a column would change without an error. An array of `real`, `date`,
-    /// `char(n)` or `numeric(p, s)` (elements are not checked one by one, so the column is refused); an `Int` `real`
-    /// or `double precision` cannot hold; an `Int` a
+    /// `char(n)` or `numeric(p, s)` (elements are not checked one by one, so the column is refused); a domain over
+    /// such a type (its base type is checked); an `Int` `real` or `double precision` cannot hold; an `Int` a
     /// negative-scale `numeric` would round; anything into `money` (rounded by `lc_monetary`). And the other way: a
     /// value a negative-scale `numeric` holds exactly is accepted.
     func testMoreColumnsRefuseWhatTheyWouldChange() throws {
@@ -249,7 +249,7 @@ final class PostgresModelEdgeTests: XCTestCase {
         struct Price: Codable { var id: Int; var amount: Decimal }
         let (store, admin, _) = try pg("""
             CREATE TABLE samples (id integer PRIMARY KEY, "values" real[] NOT NULL);
-            CREATE TABLE reading (id integer PRIMARY KEY, value real NOT NULL);
+            CREATE DOMAIN r4 AS real; CREATE TABLE reading (id integer PRIMARY KEY, value r4 NOT NULL);
             CREATE TABLE count (id integer PRIMARY KEY, n real NOT NULL);
             CREATE TABLE lot (id integer PRIMARY KEY, size numeric(7, -2) NOT NULL);
             CREATE TABLE price (id integer PRIMARY KEY, amount money NOT NULL)
