@@ -260,6 +260,12 @@ struct Commands {
         output.object(["command": "plan", "database": .string(path), "planId": .string(plan.id),
                        "steps": .array(zip(zip(plan.steps, sections), sql).map { planned, text in
                            let (step, section) = planned
+                           if case .code(let code) = step.step, case .object(var pairs) = Self.json(step) {
+                               pairs.append(("name", .string(code.name)))
+                               pairs.append(("after", .string(code.after)))
+                               pairs.append(("version", .string(code.version)))
+                               return .object(pairs)
+                           }
                            guard case .migration(let migration) = step.step,
                                  case .object(var pairs) = Self.json(step) else { return Self.json(step) }
                            pairs.append(("format", .string(migration.format.rawValue)))
@@ -395,6 +401,9 @@ struct Commands {
         if case .migration(let migration) = step.step, migration.format != .plain {
             row.append("\(migration.format.rawValue): up section only"
                        + (section.map { " (lines \($0.startLine)-\($0.endLine))" } ?? ""))
+        } else if case .code(let code) = step.step {
+            // The command cannot run it: the program that registers it does (see `Migrator.register`).
+            row.append("Swift code, version \(code.version), run by the program")
         } else {
             row.append(step.rowCount.map { "\(formatCount($0)) rows" } ?? "")
         }

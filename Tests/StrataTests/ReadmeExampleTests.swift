@@ -42,6 +42,22 @@ final class ReadmeExampleTests: XCTestCase {
                        "the example saves one more copy of A Wizard of Earthsea (3 in csv/books.csv)")
     }
 
+    func testTheCodeStepExampleBackfillsSlugsOnceAfterItsFile() throws {
+        let examples = try ReadmeExamples()
+        let block = try XCTUnwrap(examples.blocks.first { $0.code.contains(#"migrator.register("backfill_slugs")"#) },
+                                  "README.md no longer holds the code step example")
+        if let output = try examples.build([block])[block.target] {
+            return XCTFail("\(block) does not compile as written:\n\(output)")
+        }
+        let run = try examples.run(block, test: self)
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(run.output, #"["005_add_slug.sql", "code:backfill_slugs"]"# + "\n" + #"["applied"]"# + "\n")
+        let db = try Database(path: run.directory.appendingPathComponent("library.sqlite").path)
+        XCTAssertEqual(try db.scalar("SELECT slug FROM books WHERE isbn = '9780547773742'", as: String.self),
+                       "a-wizard-of-earthsea")
+        XCTAssertEqual(try db.scalar("SELECT checksum FROM strata_history WHERE identity = 'code:backfill_slugs'", as: String.self), "1")
+    }
+
     /// The same program, unchanged, given a PostgreSQL database: it migrates it with the example's PostgreSQL
     /// files, then reads, saves and counts as on SQLite.
     func testTheModelExampleRunsUnchangedOnPostgreSQL() throws {

@@ -30,6 +30,10 @@ public struct Manifest: Sendable, Equatable {
     public let migrations: [MigrationStep]
     /// Every seed set, in document order. Seeds belong to every backend's plan.
     public let seeds: [SeedStep]
+    /// Every Swift code step (`<code>` in a `<migrations>`), in document order (includes read where they stand).
+    /// Each is in the plans of the migration its `after` names; the program supplies its body with
+    /// `Migrator.register(_:_:)`.
+    public let codeSteps: [CodeStep]
     /// Model-to-table mappings by Swift type name.
     public let models: [ModelMapping]
     /// The top manifest's `<migrations directory>` elements in document order: where `strata new` creates files.
@@ -61,8 +65,9 @@ public struct Manifest: Sendable, Equatable {
     /// Builds the plans: `migrationsByBackend` holds each backend's migrations, identities unique and in natural
     /// order (the loader checks both).
     init(path: String, database: DatabaseElement = DatabaseElement(), migrationsByBackend: [DatabaseBackend: [MigrationStep]],
-         seeds: [SeedStep], models: [ModelMapping], migrationDirectories: [MigrationDirectory] = [],
-         namedBackends: Set<DatabaseBackend> = [], warnings: [ManifestProblem] = []) {
+         seeds: [SeedStep], codeSteps: [CodeStep] = [], models: [ModelMapping],
+         migrationDirectories: [MigrationDirectory] = [], namedBackends: Set<DatabaseBackend> = [],
+         warnings: [ManifestProblem] = []) {
         self.path = path
         databasePath = database.path
         databaseURL = database.url
@@ -70,6 +75,7 @@ public struct Manifest: Sendable, Equatable {
         databaseLocation = database.location
         self.migrationsByBackend = migrationsByBackend
         self.seeds = seeds
+        self.codeSteps = codeSteps
         self.models = models
         self.migrationDirectories = migrationDirectories
         self.warnings = warnings
@@ -91,6 +97,9 @@ public struct Manifest: Sendable, Equatable {
             var plan: [PlanStep] = []
             for migration in ordered {
                 plan.append(.migration(migration))
+                // Its code steps first, in document order, then the seeds that follow it.
+                plan += codeSteps.filter { $0.after == migration.id && ($0.backends?.contains(backend) ?? true) }
+                    .map(PlanStep.code)
                 plan += seeds.filter { $0.after == migration.id }.map(PlanStep.seed)
             }
             // A seed whose `after` this backend's plan lacks can only be in the plan of a backend the manifest has
@@ -114,7 +123,8 @@ public struct Manifest: Sendable, Equatable {
         return DatabaseBackend.allCases.firstIndex { backends.contains($0) } ?? DatabaseBackend.allCases.count
     }
 
-    /// The plan of a database of `backend`: its migrations (`migrations(for:)`) in natural order, each seed right
+    /// The plan of a database of `backend`: its migrations (`migrations(for:)`) in natural order, each code step
+    /// right after the migration its `after` names (several after one file in document order), then each seed right
     /// after the migration its `after` names, then the other seeds in document order. Migrations marked for
     /// another backend are not part of it.
     public func plan(for backend: DatabaseBackend) -> [PlanStep] {
@@ -210,12 +220,15 @@ public struct MigrationDirectory: Sendable, Equatable {
 public enum PlanStep: Sendable, Equatable {
     case migration(MigrationStep)
     case seed(SeedStep)
+    /// Swift code the program registers with `Migrator.register(_:_:)`.
+    case code(CodeStep)
 
-    /// The step's identity: the migration's file name or the seed's id.
+    /// The step's identity: the migration's file name, the seed's id, or `code:NAME`.
     public var id: String {
         switch self {
         case .migration(let step): step.id
         case .seed(let step): step.id
+        case .code(let step): step.id
         }
     }
 
@@ -223,14 +236,26 @@ public enum PlanStep: Sendable, Equatable {
         switch self {
         case .migration: .migration
         case .seed: .seed
+        case .code: .code
         }
     }
 
-    /// The file the step reads.
+    /// The kind `strata_history` records the step under. A code step is recorded as a migration whose identity is
+    /// `code:NAME` (`kind` keeps its two values, so histories written before code steps existed stay valid, and a
+    /// Strata that does not know code steps sees the row as a migration missing from the manifest and refuses).
+    public var historyKind: StepKind {
+        switch self {
+        case .migration, .code: .migration
+        case .seed: .seed
+        }
+    }
+
+    /// The file the step reads; for a code step, which reads none, the manifest that declares it (for messages).
     public var filePath: String {
         switch self {
         case .migration(let step): step.path
         case .seed(let step): step.path
+        case .code(let step): step.location.path
         }
     }
 
@@ -238,13 +263,46 @@ public enum PlanStep: Sendable, Equatable {
         switch self {
         case .migration(let step): step.location
         case .seed(let step): step.location
+        case .code(let step): step.location
         }
     }
 }
 
-/// Whether a step runs SQL or loads CSV.
+/// Whether a step runs SQL, loads CSV or runs the program's Swift code.
 public enum StepKind: String, Sendable, Equatable, Codable {
     case migration, seed
+    /// A Swift code step. History records it with kind `migration` (see `PlanStep.historyKind`).
+    case code
+}
+
+/// A Swift code step: `<code name="backfill_slugs" after="004_add_slug.sql" version="1"/>` in a `<migrations>`.
+/// The manifest names it and places it; the program supplies its body (`Migrator.register(_:_:)`), which runs once,
+/// in the step's transaction together with its history row.
+public struct CodeStep: Sendable, Equatable {
+    /// The prefix of a code step's identity; no migration's identity may start with it.
+    public static let identityPrefix = "code:"
+
+    /// The name the program registers the body under.
+    public let name: String
+    /// The migration (identity: file name or `id`) of the same `<migrations>` it runs right after.
+    public let after: String
+    /// What history records as the step's checksum: changing it after the step was applied is drift.
+    public let version: String
+    /// The `<code>` element.
+    public let location: SourceLocation
+    /// The backends of the migration it follows, whose plans it is in; nil for every backend.
+    public let backends: Set<DatabaseBackend>?
+
+    /// `code:NAME`, the step's identity in plans, reports and history.
+    public var id: String { Self.identityPrefix + name }
+
+    init(name: String, after: String, version: String, location: SourceLocation, backends: Set<DatabaseBackend>?) {
+        self.name = name
+        self.after = after
+        self.version = version
+        self.location = location
+        self.backends = backends
+    }
 }
 
 /// A SQL migration file.

@@ -16,6 +16,7 @@ struct ManifestLoader {
     private var database = DatabaseElement()
     private var migrations: [MigrationStep] = []
     private var seeds: [SeedStep] = []
+    private var codeSteps: [CodeStep] = []
     private var models: [ModelMapping] = []
     private var migrationDirectories: [MigrationDirectory] = []
     /// Every backend a `backend="…"` names, whether or not files are found for it.
@@ -193,6 +194,47 @@ struct ManifestLoader {
             transactionAttribute[resolved] = child.attribute("transaction")
         }
         migrations += found.values.compactMap { sectioned($0, transaction: transactionAttribute[$0.path]) }
+        for child in element.children where child.name == "code" {
+            readCode(child, following: Array(found.values))
+        }
+    }
+
+    /// A `<code>` step: its name well formed (`CodeStep.nameProblem`), its `after` a migration of the same
+    /// `<migrations>`, whose backends it takes, and a version (the schema refuses an empty one).
+    private mutating func readCode(_ element: XMLElement, following migrations: [MigrationStep]) {
+        guard let name = element.attribute("name"), let after = element.attribute("after"),
+              let version = element.attribute("version") else { return }
+        if let reason = Self.codeNameProblem(name) { problem(element, "code step name '\(name)' \(reason)") }
+        // By identity (file name, or id where given); several ids could name one file only through a clash
+        // reported elsewhere.
+        guard let target = migrations.filter({ $0.id == after }).min(by: { $0.location.line < $1.location.line }) else {
+            let ids = migrations.map(\.id).sorted(by: NaturalOrder.areInIncreasingOrder)
+            let known = ids.isEmpty ? "it has none" : "its migrations are " + ids.prefix(8).joined(separator: ", ") + (ids.count > 8 ? ", …" : "")
+            problem(element, "code step '\(name)': after=\"\(after)\" names no migration of this <migrations> (\(known)); a code step follows a file of the <migrations> it is in")
+            return
+        }
+        codeSteps.append(CodeStep(name: name, after: after, version: version, location: element.location,
+                                  backends: target.backends))
+    }
+
+    /// Why a code step's name is not one (nil when it is): 1 to 128 ASCII letters, digits, `_`, `-` and `.`,
+    /// starting with a letter, digit or `_`, so it reads the same in the manifest, in Swift and in history.
+    static func codeNameProblem(_ name: String) -> String? {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty else { return "is empty" }
+        func allowed(_ byte: UInt8, first: Bool) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"): true
+            case UInt8(ascii: "-"), UInt8(ascii: "."): !first
+            default: false
+            }
+        }
+        guard bytes.count <= 128 else { return "is \(bytes.count) bytes long; at most 128" }
+        for (offset, byte) in bytes.enumerated() where !allowed(byte, first: offset == 0) {
+            return "is not a code step name: use ASCII letters, digits, '_', '-' and '.', starting with a letter, digit or '_'"
+        }
+        return nil
     }
 
     /// Reads the file's sections as its format defines them (a constant-memory pass): a `plain` file holding
@@ -416,6 +458,20 @@ struct ManifestLoader {
                 + "a seed runs on every backend the manifest has migrations for, so name a migration in every backend's plan "
                 + "(an unmarked one, or a name each backend's migrations have)"))
         }
+        // Code steps are registered by name, so a name is unique across the manifest and its includes; their
+        // identities (`code:NAME`) are set apart from every migration's.
+        var codeNames: [String: SourceLocation] = [:]
+        for code in codeSteps {
+            if let first = codeNames[code.name] {
+                problems.append(ManifestProblem(code.location, "code step name '\(code.name)' is already used at \(first); a name is registered once"))
+            } else {
+                codeNames[code.name] = code.location
+            }
+        }
+        for migration in migrations where migration.id.hasPrefix(CodeStep.identityPrefix) {
+            report(ManifestProblem(migration.location,
+                "migration identity '\(migration.id)' starts with '\(CodeStep.identityPrefix)', which is kept for code steps in history; rename the file or give it an id=\"…\""))
+        }
         var modelTypes: [String: SourceLocation] = [:]
         for model in models {
             guard let location = model.location else { continue }
@@ -430,8 +486,8 @@ struct ManifestLoader {
             throw ManifestError(problems: problems.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) },
                                 warnings: warnings)
         }
-        return Manifest(path: path, database: database, migrationsByBackend: byBackend, seeds: seeds, models: models,
-                        migrationDirectories: migrationDirectories, namedBackends: namedBackends, warnings: warnings)
+        return Manifest(path: path, database: database, migrationsByBackend: byBackend, seeds: seeds, codeSteps: codeSteps,
+                        models: models, migrationDirectories: migrationDirectories, namedBackends: namedBackends, warnings: warnings)
     }
 
     // MARK: Helpers

@@ -63,8 +63,8 @@ enum ManifestSchema {
             </xs:element>
             <xs:element name="migrations">
               <xs:complexType>
-                <xs:sequence>
-                  <xs:element name="migration" minOccurs="0" maxOccurs="unbounded">
+                <xs:choice minOccurs="0" maxOccurs="unbounded">
+                  <xs:element name="migration">
                     <xs:complexType>
                       <xs:attribute name="file" type="nonEmpty" use="required"/>
                       <xs:attribute name="id" type="nonEmpty"/>
@@ -74,7 +74,18 @@ enum ManifestSchema {
                       <xs:attribute name="backend" type="backend"/>
                     </xs:complexType>
                   </xs:element>
-                </xs:sequence>
+                  <xs:element name="code">
+                    <xs:annotation><xs:documentation>
+                      A Swift code step the program registers (Migrator.register): name, unique in the manifest;
+                      after, a migration of this same migrations element; version, its checksum (bumped: drift).
+                    </xs:documentation></xs:annotation>
+                    <xs:complexType>
+                      <xs:attribute name="name" type="nonEmpty" use="required"/>
+                      <xs:attribute name="after" type="nonEmpty" use="required"/>
+                      <xs:attribute name="version" type="nonEmpty" use="required"/>
+                    </xs:complexType>
+                  </xs:element>
+                </xs:choice>
                 <xs:attribute name="directory" type="nonEmpty"/>
                 <xs:attribute name="foreignKeys" type="onOff"/>
                 <xs:attribute name="format" type="migrationFormat"/>

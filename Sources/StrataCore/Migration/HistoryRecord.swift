@@ -73,6 +73,11 @@ public struct HistoryRecord: Sendable, Equatable {
     }
 
     public var isApplied: Bool { state == .applied || state == .baseline }
+    /// The kind of step the record is of: a `migration` record whose identity starts with `code:` is a code step's
+    /// (`PlanStep.historyKind`); no migration's identity may start so.
+    public var stepKind: StepKind {
+        kind == .migration && identity.hasPrefix(CodeStep.identityPrefix) ? .code : kind
+    }
     public var isDirty: Bool { state == .running || state == .failed }
 }
 

@@ -157,6 +157,11 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         /// The history is not where this connection looks, and another history in the database records steps of
         /// this manifest (`MigrationDatabase.otherHistories`).
         case historyElsewhere = "history-elsewhere"
+        /// A Swift code step is due and no body is registered for it (`Migrator.register`); the `strata` command
+        /// registers none, so it refuses every plan with a pending code step.
+        case codeStep = "code-step"
+        /// A registered code step the manifest does not list, or one registered twice.
+        case codeRegistration = "code-registration"
     }
 
     public let reason: Reason

@@ -19,6 +19,10 @@ import Foundation
 public struct Migrator {
     public let manifest: Manifest
     public let database: any MigrationDatabase
+    /// The bodies of code steps, by name (`register(_:_:)`).
+    private var codeBodies: [String: CodeBody] = [:]
+    /// Names registered more than once: refused before anything runs rather than one body silently replacing another.
+    private var registeredTwice: [String] = []
     private var history: any HistoryStorage { database.history }
     /// The database's backend, which picks its plan from the manifest.
     private var backend: DatabaseBackend { database.dialect.backend }
@@ -28,6 +32,37 @@ public struct Migrator {
     public init(manifest: Manifest, database: any MigrationDatabase) {
         self.manifest = manifest
         self.database = database
+    }
+
+    /// The Swift code of a code step: it runs inside the step's transaction on `database`, and throwing rolls back
+    /// its writes (nothing is recorded).
+    public typealias CodeBody = (_ database: any DatabaseConnection) throws -> Void
+
+    /// Supplies the body of the manifest's code step `name` (`<code name="…">`). It runs once, in plan order, in one
+    /// transaction with the step's history row: a throw rolls back what it wrote and records nothing, and the run
+    /// fails naming the step. The body must not end that transaction (`COMMIT`, `ROLLBACK` are refused).
+    ///
+    /// `plan` and `migrate` refuse before anything runs when a registered name is not a code step of the manifest,
+    /// when a name is registered twice, and when a code step due in this run has no body (reason `code-step`).
+    /// Where a step is retried after a lock timeout (PostgreSQL), its body runs again after the rollback.
+    public mutating func register(_ name: String, _ body: @escaping CodeBody) {
+        if codeBodies[name] != nil && !registeredTwice.contains(name) { registeredTwice.append(name) }
+        codeBodies[name] = body
+    }
+
+    /// The names `register(_:_:)` was given that the manifest does not list, and those given twice.
+    private var registrationRefusals: [Refusal] {
+        let listed = Set(manifest.codeSteps.map(\.name))
+        let unknown = codeBodies.keys.filter { !listed.contains($0) }.sorted().map { name in
+            Refusal(reason: .codeRegistration, id: CodeStep.identityPrefix + name,
+                    message: "code step '\(name)' is registered, but \(manifest.path) has no <code name=\"\(name)\">"
+                        + (listed.isEmpty ? "" : " (its code steps: \(listed.sorted().joined(separator: ", ")))")
+                        + "; add it to the manifest or remove the registration")
+        }
+        return unknown + registeredTwice.map { name in
+            Refusal(reason: .codeRegistration, id: CodeStep.identityPrefix + name,
+                    message: "code step '\(name)' is registered twice; register each code step once")
+        }
     }
 
     // MARK: Validation
@@ -126,12 +161,10 @@ public struct Migrator {
         for record in records { byKey[key(record.kind, record.identity)] = record }
         var result: [StepStatus] = []
         for step in plan {
-            let record = byKey.removeValue(forKey: key(step.kind, step.id))
+            let record = byKey.removeValue(forKey: key(step.historyKind, step.id))
             // Only a recorded step needs its file hashed; a pending seed may be large.
             // A record is compared under the checksum version it was written with.
-            let checksum = record.flatMap {
-                try? Checksum.ofFile(atPath: step.filePath, content: step.checksumContent, version: $0.checksumVersion)
-            }
+            let checksum = record.flatMap { try? step.currentChecksum(version: $0.checksumVersion) }
             let state: StepStatus.State
             if let record {
                 if record.isDirty { state = isBeingApplied(record) ? .running : .dirty }
@@ -146,7 +179,7 @@ public struct Migrator {
             result.append(StepStatus(kind: step.kind, id: step.id, state: state, step: step, record: record, checksum: checksum))
         }
         for record in records where record.state != .deleted && byKey[key(record.kind, record.identity)] != nil {
-            result.append(StepStatus(kind: record.kind, id: record.identity, state: record.isDirty ? .dirty : .missing,
+            result.append(StepStatus(kind: record.stepKind, id: record.identity, state: record.isDirty ? .dirty : .missing,
                                      step: nil, record: record, checksum: nil))
         }
         return result
@@ -167,7 +200,7 @@ public struct Migrator {
     /// read pending files once more.
     private func plan(_ options: MigrationOptions, forMigrate: Bool) throws -> MigrationPlan {
         let statuses = try status(options)
-        var refusals = refusals(for: statuses, options)
+        var refusals = registrationRefusals + refusals(for: statuses, options)
         if !manifest.backends.contains(backend) {
             let marks = DatabaseBackend.allCases.filter(manifest.backends.contains).map(\.displayName).joined(separator: " and ")
             refusals.append(Refusal(reason: .backend, id: backend.rawValue,
@@ -200,6 +233,20 @@ public struct Migrator {
                                          rowCount: forMigrate ? nil : try? SeedLoader.countRows(seed)))
                 if let reason = database.dialect.seedRefusal(seed) {
                     refusals.append(Refusal(reason: .seedMode, id: seed.id, message: "\(reason) (\(seed.location))"))
+                }
+            case .code(let code):
+                if status.state == .pending { pendingMigration = pendingMigration ?? code.id }
+                guard options.includeMigrations else { continue }
+                // Out of order as a file would be: it runs right after a file that sorts before one applied.
+                let outOfOrder = lastApplied.map { NaturalOrder.areInIncreasingOrder(code.after, $0) } ?? false
+                if outOfOrder && options.strictOrder {
+                    refusals.append(Refusal(reason: .outOfOrder, id: code.id,
+                        message: "\(code.id) is pending but runs after \(code.after), which sorts before \(lastApplied ?? "") which is applied; --strict-order refuses out-of-order migrations"))
+                }
+                steps.append(PlannedStep(step: step, reason: outOfOrder ? .outOfOrder : .pending, rowCount: nil))
+                if codeBodies[code.name] == nil {
+                    refusals.append(Refusal(reason: .codeStep, id: code.id,
+                        message: "\(code.id) is a Swift code step (\(code.location)) due in this run, and no code is registered for it: the strata command cannot run Swift code; the program must run it, with Migrator and migrator.register(\"\(code.name)\") { db in … }; then the steps after it can run"))
                 }
             }
         }
@@ -235,6 +282,8 @@ public struct Migrator {
                 let size = (attributes?[.size] as? UInt).map { Int64($0) } ?? (attributes?[.size] as? Int).map { Int64($0) } ?? -1
                 let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
                 fingerprint = "\(size)@\(modified)"
+            case .code(let code):
+                fingerprint = "version \(code.version)"
             }
             lines.append("\(planned.step.kind.rawValue) \(planned.step.id) \(planned.reason.rawValue) \(fingerprint)")
         }
@@ -245,6 +294,10 @@ public struct Migrator {
         statuses.compactMap { status in
             switch status.state {
             case .drifted:
+                if case .code(let code)? = status.step {
+                    return Refusal(reason: .drift, id: status.id,
+                        message: "\(status.id) has changed since it was applied (recorded version \(status.record?.checksum ?? ""), manifest now \(code.version), \(code.location)); the applied version's code ran, the new one's never will: put the version back, or check the database and run 'strata repair'")
+                }
                 return Refusal(reason: .drift, id: status.id,
                     message: "\(status.id) has changed since it was applied (recorded checksum \(status.record?.checksum.prefix(12) ?? ""), file now \(status.checksum?.prefix(12) ?? "unreadable")); restore it, or check it and run 'strata repair'")
             case .missing:
@@ -302,7 +355,7 @@ public struct Migrator {
                 return report
             }
             // Each migration starts from the connection as the run opened it (see `SessionSnapshot`).
-            let snapshot = planned.step.kind == .migration ? try database.sessionSnapshot() : nil
+            let snapshot = planned.step.kind == .seed ? nil : try database.sessionSnapshot()
             progress?(.started(planned.step, planned.reason))
             do {
                 let outcome: StepOutcome
@@ -316,6 +369,10 @@ public struct Migrator {
                 case .seed(let seed):
                     outcome = try retryingLockTimeouts(planned.step, options, nil, progress) {
                         try applySeed(seed, options, started: ContinuousClock.now, progress)
+                    }
+                case .code(let code):
+                    outcome = try retryingLockTimeouts(planned.step, options, snapshot, progress) {
+                        try applyCode(code, options)
                     }
                 }
                 switch outcome {
@@ -703,10 +760,58 @@ public struct Migrator {
         }
     }
 
+    /// Runs a code step's registered body and writes its history row in one transaction holding the write lock,
+    /// as a transactional file runs: a body that throws leaves neither its writes nor a row, and a crash part-way
+    /// leaves nothing (the transaction never committed). Its statements run under the rules seeds run under
+    /// (history may not be written), with foreign keys as the connection has them.
+    private func applyCode(_ code: CodeStep, _ options: MigrationOptions) throws -> StepOutcome {
+        func failure(_ message: String, _ error: DatabaseError? = nil) -> StepFailure {
+            StepFailure(kind: .code, id: code.id, file: code.location.path, line: code.location.line, column: nil,
+                        message: message, databaseError: error)
+        }
+        // The plan refused this already; checked again so a step never counts as run without its body.
+        guard let body = codeBodies[code.name] else {
+            throw failure("no code is registered for code step '\(code.name)'; the program must register it (Migrator.register)")
+        }
+        let started = ContinuousClock.now
+        do {
+            return try reportingLockTimeout {
+                try database.withWriteLock {
+                    try database.limitStatements(limits(options, insideTransaction: true), insideTransaction: true)
+                    try history.create()
+                    if let record = try history.record(kind: .migration, identity: code.id), record.state != .deleted {
+                        try check(record, checksum: code.version, id: code.id)
+                        throw AppliedElsewhere()
+                    }
+                    do {
+                        try database.withSeedRules { try body(database) }
+                    } catch let error as DatabaseError {
+                        throw failure("code step '\(code.name)' failed: \(error.description)", error)
+                    } catch {
+                        throw failure("code step '\(code.name)' failed: \(error)")
+                    }
+                    let durationMs = milliseconds(since: started)
+                    do {
+                        try history.write(HistoryRecord(
+                            kind: .migration, identity: code.id, checksum: code.version,
+                            checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryRecord.now(),
+                            durationMs: durationMs, rowCount: nil, state: .applied, toolVersion: Strata.version,
+                            appliedSQL: nil, runner: nil, error: nil))
+                    } catch let error as DatabaseError where error.kind != .busy {
+                        throw failure("could not record the step (did the code swallow a database error?): \(error.message)", error)
+                    }
+                    return .applied(rows: nil, durationMs: durationMs)
+                }
+            }
+        } catch is AppliedElsewhere {
+            return .alreadyApplied
+        }
+    }
+
     /// The step's file checksum under `version`, or the step's failure when the file cannot be read.
     private func checksum(of step: PlanStep, version: Int) throws -> String {
         do {
-            return try Checksum.ofFile(atPath: step.filePath, content: step.checksumContent, version: version)
+            return try step.currentChecksum(version: version)
         } catch {
             throw StepFailure(kind: step.kind, id: step.id, file: displayPath(step.filePath), line: nil, column: nil,
                               message: "cannot read the \(step.kind == .seed ? "seed" : "migration") file: \(error)")
@@ -856,17 +961,17 @@ public struct Migrator {
                 var recorded: [String] = []
                 for step in plan[...end] {
                     if case .seed(let seed) = step, !isActive(seed, options) { continue }
-                    if let existing = try history.record(kind: step.kind, identity: step.id), existing.state != .deleted {
+                    if let existing = try history.record(kind: step.historyKind, identity: step.id), existing.state != .deleted {
                         continue
                     }
                     var text: String?
                     if case .migration = step { text = Self.recordedText(of: step.filePath) }
                     let checksum: String
-                    do { checksum = try Checksum.ofFile(atPath: step.filePath, content: step.checksumContent) } catch {
+                    do { checksum = try step.currentChecksum(version: Checksum.algorithmVersion) } catch {
                         throw MigrationError.invalidStep("cannot read \(displayPath(step.filePath))")
                     }
                     try history.write(HistoryRecord(
-                        kind: step.kind, identity: step.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
+                        kind: step.historyKind, identity: step.id, checksum: checksum, checksumVersion: Checksum.algorithmVersion,
                         appliedAt: HistoryRecord.now(), durationMs: 0, rowCount: nil, state: .baseline,
                         toolVersion: Strata.version, appliedSQL: text, runner: nil, error: nil))
                     recorded.append(step.id)
@@ -887,8 +992,8 @@ public struct Migrator {
                     switch status.state {
                     case .drifted:
                         // Re-recorded under the current checksum version.
-                        guard let path = status.step?.filePath,
-                              let checksum = try? Checksum.ofFile(atPath: path, content: record.kind == .seed ? .csv : .sql)
+                        guard let step = status.step,
+                              let checksum = try? step.currentChecksum(version: Checksum.algorithmVersion)
                         else { continue }
                         var text = record.appliedSQL
                         if status.kind == .migration, let path = status.step?.filePath {
@@ -930,8 +1035,8 @@ public struct Migrator {
                 }
                 switch resolution {
                 case .applied:
-                    let step = plan.first { $0.id == id && $0.kind == record.kind }
-                    if let step, let checksum = try? Checksum.ofFile(atPath: step.filePath, content: step.checksumContent) {
+                    let step = plan.first { $0.id == id && $0.historyKind == record.kind }
+                    if let step, let checksum = try? step.currentChecksum(version: Checksum.algorithmVersion) {
                         try history.write(record.with(checksum: checksum, version: Checksum.algorithmVersion, state: .applied))
                     } else {
                         try history.write(record.with(state: .applied))
@@ -948,7 +1053,7 @@ public struct Migrator {
     /// manifest: every step would read as pending and run again. A history of other steps only (another
     /// application's, in its own schema) is left alone.
     private func refuseHistoryElsewhere() throws {
-        let ours = Set(plan.map { key($0.kind, $0.id) })
+        let ours = Set(plan.map { key($0.historyKind, $0.id) })
         let refusals = try database.otherHistories().compactMap { other -> Refusal? in
             let shared = other.steps.intersection(ours)
             guard !shared.isEmpty else { return nil }
@@ -988,8 +1093,17 @@ extension PlanStep {
     /// How the step's file is hashed: line endings inside SQL literals or quoted CSV fields are data.
     var checksumContent: Checksum.Content {
         switch self {
-        case .migration: .sql
+        case .migration, .code: .sql
         case .seed: .csv
+        }
+    }
+
+    /// What history compares the step's record with: its file's checksum under `version`, or a code step's
+    /// `version` as the manifest gives it (a code step has no file).
+    func currentChecksum(version: Int) throws -> String {
+        switch self {
+        case .code(let code): code.version
+        case .migration, .seed: try Checksum.ofFile(atPath: filePath, content: checksumContent, version: version)
         }
     }
 }
