@@ -56,6 +56,8 @@ final class ConnectionAuthorizer {
     var rules: ScriptRules?
     /// What the statement compiled last does to transactions, if anything; read right after `sqlite3_prepare`.
     var control: TransactionControl?
+    /// True while Strata runs a statement of its own that the current rules would refuse (`TransactionState.check`).
+    var suspended = false
 
     init(connection: OpaquePointer) {
         self.connection = connection
@@ -73,7 +75,7 @@ final class ConnectionAuthorizer {
                 state.control = TransactionControl(action: action, operation: first.map { String(cString: $0) },
                                                    name: second.map { String(cString: $0) })
             }
-            guard state.rules != nil else { return SQLITE_OK }
+            guard state.rules != nil, !state.suspended else { return SQLITE_OK }
             guard let reason = state.decide(action, first.map { String(cString: $0) }, second.map { String(cString: $0) },
                                             database.map { String(cString: $0) }) else { return SQLITE_OK }
             Denials.shared[state.connection] = reason

@@ -95,6 +95,7 @@ public final class Database {
         authorizer = ConnectionAuthorizer(connection: connection)
         interruptHandle = InterruptHandle(connection: connection)
         authorizer.install()
+        transactionState.authorizer = authorizer
         sqlite3_extended_result_codes(connection, 1)
         let components = configuration.busyTimeout.components
         let milliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000

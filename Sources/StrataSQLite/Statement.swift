@@ -286,7 +286,12 @@ public final class Statement {
     }
 
     /// Refuses to run a statement that would end a `transaction`/`savepoint` scope open on the connection.
+    /// Also refuses any statement while a scope's transaction is lost and the connection is in autocommit (the
+    /// stand-in transaction could not be opened): it would be committed at once.
     private func checkControl() throws {
+        if let state = transactionState, state.depth > 0, let lost = state.lostError, sqlite3_get_autocommit(connection) != 0 {
+            throw DatabaseError(code: lost.extendedResultCode, message: lost.message + "; this statement did not run", sql: sql)
+        }
         guard let control, let reason = transactionState?.refusal(control) else { return }
         throw DatabaseError.misuse(reason, sql: sql)
     }

@@ -131,8 +131,15 @@ final class TransactionState {
     func check(_ failure: DatabaseError, connection: OpaquePointer) {
         guard depth > 0, lostTo == nil, sqlite3_get_autocommit(connection) != 0 else { return }
         lostTo = failure
+        // Strata's own statement: the rules a body runs under (a migration's, which refuse transaction control) must
+        // let it through. Should it fail anyway, every later statement of the scope is refused (`checkControl`).
+        authorizer?.suspended = true
         sqlite3_exec(connection, "BEGIN DEFERRED TRANSACTION", nil, nil, nil)
+        authorizer?.suspended = false
     }
+
+    /// The connection's authorizer, suspended for the stand-in transaction above.
+    weak var authorizer: ConnectionAuthorizer?
 
     /// The error a scope throws once its transaction was lost.
     var lostError: DatabaseError? {

@@ -313,4 +313,87 @@ final class CodeStepTests: XCTestCase {
         XCTAssertEqual(refused.count, 1)
         XCTAssertTrue(refused[0].contains("starts with 'code:'"), "\(refused)")
     }
+
+    // MARK: Found by a hostile review (round 6)
+
+    private static let codeAfterA = #"<migrations directory="sql"><code name="first" after="1_a.sql" version="1"/></migrations>"#
+    private static let reviewFiles = [
+        "sql/1_a.sql": "CREATE TABLE log (position INTEGER PRIMARY KEY, step TEXT);",
+        "sql/2_b.sql": "INSERT INTO log VALUES (100, '2_b');",
+    ]
+
+    /// Found by a hostile review (fixed: the stand-in transaction is let through the migration's rules, and a
+    /// statement is refused while a scope's transaction is lost in autocommit). Was: a code step's body that catches an error after which SQLite rolled the step's transaction back by
+    /// itself (`INSERT OR ROLLBACK`, a trigger's `RAISE(ROLLBACK)`, disk full, `interrupt()`) and goes on has its
+    /// later statements AND the step's history row autocommitted: the step is recorded `applied` while its first
+    /// write is gone, and `migrate` throws "…; nothing done in it was kept", which is false.
+    /// README (Code steps): "inside one transaction that holds the write lock, together with its history row …
+    /// all or nothing"; (Database) "If SQLite rolls a transaction { } … back by itself … and the body goes on, the
+    /// later statements are not autocommitted".
+    /// Cause: the body runs under `withSeedRules` (the ScriptRules authorizer), which denies the stand-in
+    /// `BEGIN DEFERRED TRANSACTION` that `TransactionState.check` opens with an unchecked `sqlite3_exec`.
+    /// Minimal input: `1_a.sql` creates `log`; the body inserts row 1, runs `INSERT OR ROLLBACK` of a duplicate
+    /// inside `try?`, then inserts row 2.
+    func testACodeBodyGoingOnAfterSQLiteRolledBackCommitsNothing() throws {
+        let project = try Project(self, backend: .sqlite, manifestBody: Self.codeAfterA, files: Self.reviewFiles)
+        var migrator = try project.migrator()
+        migrator.register("first") { db in
+            try db.execute("INSERT INTO log VALUES (\(1), \("a"))")
+            _ = try? db.execute("INSERT OR ROLLBACK INTO log VALUES (\(1), \("duplicate"))")
+            try db.execute("INSERT INTO log VALUES (\(2), \("after"))")
+        }
+        let outcome = Result { try migrator.migrate() }
+        let db = try project.database()
+        let logged = try db.rows("SELECT step FROM log ORDER BY position", .none).map { $0[0] }
+        let recorded = try db.scalar("SELECT count(*) FROM strata_history WHERE identity = 'code:first'", as: Int.self)
+        // All or nothing: either the whole body with its row, or neither.
+        XCTAssertEqual(recorded, 0, "code:first is recorded applied; outcome: \(outcome)")
+        XCTAssertEqual(logged, [], "half the body was committed (row 'a' lost, row 'after' kept)")
+    }
+
+    /// Found by a hostile review (fixed as above). Was: the same through `interrupt()` (README: "an interrupted write makes SQLite roll the whole transaction
+    /// back … nothing the body ran afterwards is committed"): a code step whose bulk write is interrupted and which
+    /// then writes one more row is recorded `applied` with only that row committed.
+    /// Minimal input: the body inserts row 1, runs a write that interrupts itself (a function calling
+    /// `interrupt()`) inside `try?`, then inserts row 2.
+    func testACodeBodyGoingOnAfterAnInterruptedWriteCommitsNothing() throws {
+        let project = try Project(self, backend: .sqlite, manifestBody: Self.codeAfterA, files: Self.reviewFiles)
+        var migrator = try project.migrator()
+        migrator.register("first") { db in
+            guard let sqlite = db as? Database else { throw CancellationError() }
+            try sqlite.createFunction("halt", argumentCount: 0) { _ in sqlite.interruptHandle.interrupt(); return 1 }
+            try db.execute("INSERT INTO log VALUES (\(1), \("a"))")
+            _ = try? db.execute("INSERT INTO log SELECT 50 + halt(), 'bulk' FROM log", .none)
+            try db.execute("INSERT INTO log VALUES (\(2), \("after"))")
+        }
+        let outcome = Result { try migrator.migrate() }
+        let db = try project.database()
+        let logged = try db.rows("SELECT step FROM log ORDER BY position", .none).map { $0[0] }
+        let recorded = try db.scalar("SELECT count(*) FROM strata_history WHERE identity = 'code:first'", as: Int.self)
+        XCTAssertEqual(recorded, 0, "code:first is recorded applied; outcome: \(outcome)")
+        XCTAssertEqual(logged, [], "half the body was committed")
+    }
+
+    /// Found by a hostile review (fixed: the step takes the backends of every file with that identity). Was: a `<code after>` naming an identity that two backend-marked files of its `<migrations>` share (one
+    /// per backend, as the manifest allows) puts the step in the first file's backend's plan only: on the other
+    /// backend it silently never runs, and `status`/`plan` do not even list it.
+    /// README: `after` is "the migration of the same <migrations> element (its file name, or its id) the step runs
+    /// right after; the step is in the plans that file is in".
+    /// Cause: `ManifestLoader.readCode` takes `migrations.filter { $0.id == after }.min(by: line)` and copies that
+    /// one file's backends; the comment assumes several files with one id are a clash reported elsewhere.
+    func testACodeStepAfterAnIdentityEachBackendHasIsInBothPlans() throws {
+        let root = try makeTemporaryDirectory(self)
+        for path in ["lite/1_a.sql", "pg/1_a.sql"] { try write("", to: root.appendingPathComponent(path)) }
+        let path = root.appendingPathComponent("manifest.xml")
+        try write(#"""
+            <manifest version="1"><migrations>
+              <migration file="lite/1_a.sql" backend="sqlite"/><migration file="pg/1_a.sql" backend="postgresql"/>
+              <code name="backfill" after="1_a.sql" version="1"/>
+            </migrations></manifest>
+            """#, to: path)
+        let manifest = try Manifest.load(path: path.path)
+        XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["1_a.sql", "code:backfill"])
+        XCTAssertEqual(manifest.plan(for: .postgresql).map(\.id), ["1_a.sql", "code:backfill"],
+                       "the code step is silently missing from the PostgreSQL plan")
+    }
 }

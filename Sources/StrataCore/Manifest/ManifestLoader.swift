@@ -205,16 +205,19 @@ struct ManifestLoader {
         guard let name = element.attribute("name"), let after = element.attribute("after"),
               let version = element.attribute("version") else { return }
         if let reason = Self.codeNameProblem(name) { problem(element, "code step name '\(name)' \(reason)") }
-        // By identity (file name, or id where given); several ids could name one file only through a clash
-        // reported elsewhere.
-        guard let target = migrations.filter({ $0.id == after }).min(by: { $0.location.line < $1.location.line }) else {
+        // By identity (file name, or id where given). Files of several backends may share one (one per backend): the
+        // step follows each, so it is in every plan one of them is in.
+        let targets = migrations.filter { $0.id == after }
+        guard !targets.isEmpty else {
             let ids = migrations.map(\.id).sorted(by: NaturalOrder.areInIncreasingOrder)
             let known = ids.isEmpty ? "it has none" : "its migrations are " + ids.prefix(8).joined(separator: ", ") + (ids.count > 8 ? ", …" : "")
             problem(element, "code step '\(name)': after=\"\(after)\" names no migration of this <migrations> (\(known)); a code step follows a file of the <migrations> it is in")
             return
         }
+        let backends: Set<DatabaseBackend>? = targets.contains { $0.backends == nil } ? nil
+            : targets.reduce(into: Set<DatabaseBackend>()) { $0.formUnion($1.backends ?? []) }
         codeSteps.append(CodeStep(name: name, after: after, version: version, location: element.location,
-                                  backends: target.backends))
+                                  backends: backends))
     }
 
     /// Why a code step's name is not one (nil when it is): 1 to 128 ASCII letters, digits, `_`, `-` and `.`,
