@@ -44,7 +44,8 @@ struct PostgresPreparedStatements {
     }
 
     private var entries: [String: Entry] = [:]
-    private var binary: [String: BinaryReading] = [:]
+    /// SQL texts whose last text run was a `SELECT` with every column readable in binary.
+    private var readableInBinary: Set<String> = []
     private var count = 0
     /// Set apart from names a program prepares itself.
     private let prefix = "strata_\(UInt32.random(in: 0...UInt32.max))_"
@@ -73,20 +74,22 @@ struct PostgresPreparedStatements {
     mutating func learn(from result: PostgresResult, sql: String) {
         guard let handle = result.handle, PQfformat(handle, 0) == 0,
               let tag = PQcmdStatus(handle), strncmp(tag, "SELECT ", 7) == 0 else { return }
-        let reading = BinaryReading((0..<PQnfields(handle)).map { PQftype(handle, $0) })
-        if binary.count >= Self.capacity * 4 { binary.removeAll(keepingCapacity: true) }
-        binary[sql] = reading
+        guard BinaryReading((0..<PQnfields(handle)).map { PQftype(handle, $0) }) != nil else {
+            readableInBinary.remove(sql)
+            return
+        }
+        if readableInBinary.count >= Self.capacity * 4 { readableInBinary.removeAll(keepingCapacity: true) }
+        readableInBinary.insert(sql)
     }
 
-    mutating func forgetBinary(_ sql: String) { binary[sql] = nil }
+    mutating func forgetBinary(_ sql: String) { readableInBinary.remove(sql) }
 
     /// Whether a run of `sql` asks for its result in binary: learned so, and the session prints what it holds as
     /// every Strata session does.
     func readsInBinary(_ sql: String, connection: PostgresConnection) -> Bool {
         // What was learned may be stale (a date or double column added since), so the session must print every
         // type as Strata's sessions do, not only the ones learned.
-        guard binary[sql] != nil else { return false }
-        return connection.printsAsStrata(.everything)
+        readableInBinary.contains(sql) && connection.printsAsStrata(.everything)
     }
 
     /// Whether a statement's command tag, or (for several statements run at once, of which libpq returns the last
