@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How one database spells SQL, for the code that writes or checks SQL without a connection: placeholders,
 /// limits, how declared types classify values, and the rules a migration file is checked against before it runs.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A piece of SQL whose interpolated values are bound as arguments, never spliced into the text, written once for
 /// every backend.
