@@ -269,7 +269,7 @@ public final class Database {
     /// A closure that throws makes the SQL statement fail with the error's description.
     public func createFunction(_ name: String, argumentCount: Int32, deterministic: Bool = true,
                                _ body: @escaping ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?) throws {
-        let box = FunctionBox(body)
+        let box = FunctionBox(body, dateStorage: configuration.dateStorage)
         var flags = SQLITE_UTF8
         if deterministic { flags |= SQLITE_DETERMINISTIC }
         let code = sqlite3_create_function_v2(
@@ -291,9 +291,12 @@ public final class Database {
 /// Keeps a Swift closure alive for as long as SQLite holds its function.
 final class FunctionBox {
     let body: ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?
+    /// A `Date` the function returns is stored as the connection stores every date.
+    let dateStorage: DateStorage
 
-    init(_ body: @escaping ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?) {
+    init(_ body: @escaping ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?, dateStorage: DateStorage) {
         self.body = body
+        self.dateStorage = dateStorage
     }
 
     func call(context: OpaquePointer, count: Int32, arguments: UnsafeMutablePointer<OpaquePointer?>?) {
@@ -303,7 +306,10 @@ final class FunctionBox {
         }
         do {
             let result: DatabaseValue
-            switch try body(values).map(checkedDatabaseValue) ?? .success(.null) {
+            let returned = try body(values)
+            let converted = (returned as? Date).map { Result<DatabaseValue, DatabaseError>.success(dateStorage.databaseValue(of: $0, precision: SQLiteDialect().datePrecision)) }
+                ?? returned.map(checkedDatabaseValue) ?? .success(.null)
+            switch converted {
             case .success(let value): result = value
             case .failure(let error): throw error
             }

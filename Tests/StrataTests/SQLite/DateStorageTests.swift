@@ -133,4 +133,20 @@ final class DateStorageTests: XCTestCase {
         XCTAssertEqual(try pool.read { db in try db.scalar("SELECT at FROM t", as: Date.self) }, date)
         XCTAssertEqual(try pool.read { db in try db.scalar("SELECT typeof(at) FROM t", as: String.self) }, "real")
     }
+
+    /// Found by a hostile review: a `Date` a registered function returned was stored as ISO-8601 text whatever the
+    /// connection's storage, so a column mixed text and numbers and `WHERE at < \(date)` missed the row.
+    func testADateAFunctionReturnsIsStoredAsTheConnectionStoresDates() throws {
+        let date = Date(timeIntervalSince1970: 1_700_000_000.5)
+        for storage in [DateStorage.unixSeconds, .julianDay, .iso8601Text] {
+            let db = try Database(.inMemory, configuration: .init(dateStorage: storage))
+            try db.execute("CREATE TABLE t (at)", .none)
+            try db.createFunction("stamp", argumentCount: 0) { _ in date }
+            try db.execute("INSERT INTO t VALUES (stamp())", .none)
+            XCTAssertEqual(try db.scalar("SELECT typeof(at) FROM t", as: String.self), storage == .iso8601Text ? "text" : "real", "\(storage)")
+            let later = date.addingTimeInterval(60)
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM t WHERE at < \(later)", as: Int.self), 1, "\(storage)")
+            XCTAssertEqual(try db.scalar("SELECT at FROM t", as: Date.self), date, "\(storage)")
+        }
+    }
 }
