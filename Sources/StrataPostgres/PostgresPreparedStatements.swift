@@ -190,16 +190,21 @@ extension PostgresConnection {
         }
     }
 
-    /// Whether `sql` names `extra_float_digits`, in any case.
+    /// Whether `sql` names `extra_float_digits`, in any case. Runs after every statement (each row of a batch), so it
+    /// reads the text's bytes in place rather than copying them.
     private static func mentionsFloatDigits(_ sql: String) -> Bool {
-        let needle = Array("extra_float_digits".utf8)
-        let bytes = Array(sql.utf8)
-        guard bytes.count >= needle.count else { return false }
-        for start in 0...(bytes.count - needle.count) where bytes[start] | 0x20 == needle[0] {
-            if (0..<needle.count).allSatisfy({ bytes[start + $0] | 0x20 == needle[$0] || (needle[$0] == UInt8(ascii: "_") && bytes[start + $0] == needle[$0]) }) {
-                return true
+        let needle: StaticString = "extra_float_digits"
+        let length = needle.utf8CodeUnitCount
+        var sql = sql
+        return sql.withUTF8 { bytes in
+            guard bytes.count >= length else { return false }
+            let target = UnsafeBufferPointer(start: needle.utf8Start, count: length)
+            for start in 0...(bytes.count - length) where bytes[start] | 0x20 == target[0] {
+                if (0..<length).allSatisfy({ bytes[start + $0] | 0x20 == target[$0] || (target[$0] == UInt8(ascii: "_") && bytes[start + $0] == target[$0]) }) {
+                    return true
+                }
             }
+            return false
         }
-        return false
     }
 }
