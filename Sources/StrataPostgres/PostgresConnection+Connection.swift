@@ -183,6 +183,20 @@ extension PostgresConnection: DatabaseConnection {
         return keys.map(\.columns)
     }
 
+    public func links(of column: String, in table: String) throws -> ColumnLinks {
+        let foreignKey = try scalar("""
+            SELECT count(*) FROM pg_catalog.pg_constraint c
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+            WHERE c.conrelid = to_regclass($1) AND c.contype = 'f' AND a.attname = $2
+            """, [quoteIdentifier(table), column], as: Int.self) ?? 0
+        let indexed = try scalar("""
+            SELECT count(*) FROM pg_catalog.pg_index i
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+            WHERE i.indrelid = to_regclass($1) AND a.attname = $2
+            """, [quoteIdentifier(table), column], as: Int.self) ?? 0
+        return ColumnLinks(hasForeignKey: foreignKey > 0, isIndexed: indexed > 0)
+    }
+
     /// PostgreSQL constraints name no conflict resolution of their own.
     public func declaresConflictClause(_ table: String) throws -> Bool { false }
 }

@@ -73,6 +73,18 @@ extension Database {
     /// differ under them differ under `BINARY` too). An index unique under `BINARY` on a `NOCASE` column does not
     /// count: `WHERE code = 'a'` matches `a` and `A`. An `INTEGER PRIMARY KEY` (the rowid, which has no index)
     /// holds integers only, so no collation applies.
+    public func links(of column: String, in table: String) throws -> ColumnLinks {
+        let foreignKey = try query("SELECT count(*) FROM pragma_foreign_key_list(?) WHERE seq = 0 AND \"from\" = ? COLLATE NOCASE",
+                                   [table, column]).all().first?.get(0, as: Int.self) ?? 0
+        // SQLite's `INTEGER PRIMARY KEY` is the rowid, indexed without an index of its own.
+        let leadsKey = try columns(in: table).contains { $0.primaryKeyPosition == 1 && sqliteNamesEqual($0.name, column) }
+        let indexes = try query("""
+            SELECT count(*) FROM pragma_index_list(?) AS l, pragma_index_info(l.name) AS i
+            WHERE i.seqno = 0 AND i.name = ? COLLATE NOCASE
+            """, [table, column]).all().first?.get(0, as: Int.self) ?? 0
+        return ColumnLinks(hasForeignKey: foreignKey > 0, isIndexed: leadsKey || indexes > 0)
+    }
+
     public func uniqueKeys(in table: String) throws -> [[String]] {
         var keys: [[String]] = []
         var primaryKeyIndexed = false

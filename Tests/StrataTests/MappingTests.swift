@@ -544,7 +544,7 @@ final class MappingTests: XCTestCase {
 }
 
 /// What the mapper tests declare or expect that each database spells its own way.
-fileprivate extension TestBackend {
+extension TestBackend {
     /// A 64-bit integer primary key the database fills in when an insert leaves it NULL.
     var autoIncrementingKey: String {
         switch kind {

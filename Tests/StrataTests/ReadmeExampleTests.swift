@@ -42,6 +42,18 @@ final class ReadmeExampleTests: XCTestCase {
                        "the example saves one more copy of A Wizard of Earthsea (3 in csv/books.csv)")
     }
 
+    func testTheRelationshipExampleSavesAndEditsAGraph() throws {
+        let examples = try ReadmeExamples()
+        let block = try XCTUnwrap(examples.blocks.first { $0.code.contains(#"<hasMany property="messages""#) },
+                                  "README.md no longer holds the relationship example")
+        if let output = try examples.build([block])[block.target] {
+            return XCTFail("\(block) does not compile as written:\n\(output)")
+        }
+        let run = try examples.run(block, test: self)
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(run.output, #"["Go", "Done"] ["-", "Ada"] 0"# + "\n")
+    }
+
     func testTheCodeStepExampleBackfillsSlugsOnceAfterItsFile() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains(#"migrator.register("backfill_slugs")"#) },

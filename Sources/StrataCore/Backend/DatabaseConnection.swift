@@ -42,6 +42,22 @@ public protocol DatabaseConnection: AnyObject {
     /// True when a constraint of the table names its own conflict resolution, which a statement that states
     /// none would follow (SQLite's `ON CONFLICT` in a column or table constraint); false where no such thing exists.
     func declaresConflictClause(_ table: String) throws -> Bool
+    /// Whether a column has a foreign key constraint of its own, and whether an index (or the primary key) starts
+    /// with it: what makes loading a relationship by that column cheap and sound.
+    func links(of column: String, in table: String) throws -> ColumnLinks
+}
+
+/// How a column is tied to other rows (`DatabaseConnection.links(of:in:)`).
+public struct ColumnLinks: Sendable, Equatable {
+    /// A foreign key constraint starts with the column.
+    public let hasForeignKey: Bool
+    /// An index or the primary key starts with the column.
+    public let isIndexed: Bool
+
+    public init(hasForeignKey: Bool, isIndexed: Bool) {
+        self.hasForeignKey = hasForeignKey
+        self.isIndexed = isIndexed
+    }
 }
 
 extension DatabaseConnection {

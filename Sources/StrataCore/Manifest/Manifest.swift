@@ -413,14 +413,22 @@ public struct ModelMapping: Sendable, Equatable {
     public let primaryKey: [String]
     /// Property name to column name.
     public let columns: [String: String]
+    /// Properties that hold other models' rows (`<hasMany>`, `<belongsTo>`).
+    public let relationships: [Relationship]
     public let location: SourceLocation?
 
     public init(typeName: String, table: String? = nil, primaryKey: [String] = [], columns: [String: String] = [:],
-                location: SourceLocation? = nil) {
+                relationships: [Relationship] = [], location: SourceLocation? = nil) {
         self.typeName = typeName
         self.table = table
         self.primaryKey = primaryKey
         self.columns = columns
+        self.relationships = relationships
         self.location = location
+    }
+
+    /// The relationship a property holds, if it is one.
+    public func relationship(_ property: String) -> Relationship? {
+        relationships.first { $0.property == property }
     }
 }

@@ -371,8 +371,48 @@ struct ManifestLoader {
         if Set(mappedColumns).count != mappedColumns.count {
             problem(element, "two properties of \(type) map to the same column")
         }
+        var relationships: [Relationship] = []
+        for child in element.children {
+            guard let kind = Relationship.Kind(rawValue: child.name),
+                  let relationship = readRelationship(child, kind, of: type) else { continue }
+            if columns[relationship.property] != nil {
+                problem(child, "property '\(relationship.property)' of \(type) is mapped to a column and is a relationship; it is one or the other")
+            } else if relationships.contains(where: { $0.property == relationship.property }) {
+                problem(child, "property '\(relationship.property)' of \(type) is declared twice")
+            } else {
+                relationships.append(relationship)
+            }
+        }
         models.append(ModelMapping(typeName: type, table: element.attribute("table"), primaryKey: primaryKey,
-                                   columns: columns, location: element.location))
+                                   columns: columns, relationships: relationships, location: element.location))
+    }
+
+    /// A `<hasMany>` or `<belongsTo>`: which model, through which column; `orderBy` and `onRemove` only on `hasMany`.
+    private mutating func readRelationship(_ element: XMLElement, _ kind: Relationship.Kind, of type: String) -> Relationship? {
+        guard let property = element.attribute("property"), let model = element.attribute("model"),
+              let foreignKey = element.attribute("foreignKey") else { return nil }
+        var order: [Relationship.Order] = []
+        if let text = element.attribute("orderBy") {
+            if kind == .belongsTo {
+                problem(element, "orderBy applies to hasMany; a belongsTo holds one row")
+            } else if let terms = Relationship.orderTerms(text) {
+                order = terms
+            } else {
+                problem(element, "orderBy=\"\(text)\" is not a list of columns, each optionally followed by ASC or DESC (e.g. \"sent_at, id DESC\")")
+            }
+        }
+        var onRemove = Relationship.OnRemove.keep
+        if let text = element.attribute("onRemove") {
+            if kind == .belongsTo {
+                problem(element, "onRemove applies to hasMany; a belongsTo does not own the row it names")
+            } else if let parsed = Relationship.OnRemove(rawValue: text) {
+                onRemove = parsed
+            } else {
+                problem(element, "onRemove=\"\(text)\" is not one of keep, delete, detach")
+            }
+        }
+        return Relationship(kind: kind, property: property, model: model, foreignKey: foreignKey, orderBy: order,
+                            onRemove: onRemove, location: element.location)
     }
 
     private mutating func readInclude(_ element: XMLElement, _ context: Context) {
@@ -484,6 +524,7 @@ struct ManifestLoader {
                 modelTypes[model.typeName] = location
             }
         }
+        checkRelationships(path: path)
         let warnings = warnings.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) }
         guard problems.isEmpty else {
             throw ManifestError(problems: problems.sorted { ($0.location.path, $0.location.line) < ($1.location.path, $1.location.line) },
@@ -491,6 +532,25 @@ struct ManifestLoader {
         }
         return Manifest(path: path, database: database, migrationsByBackend: byBackend, seeds: seeds, codeSteps: codeSteps,
                         models: models, migrationDirectories: migrationDirectories, namedBackends: namedBackends, warnings: warnings)
+    }
+
+    /// Every relationship names a model the manifest maps, and no chain of them leads a type back to itself.
+    private mutating func checkRelationships(path: String) {
+        let mapped = Set(models.map(\.typeName))
+        for model in models {
+            for relationship in model.relationships where !mapped.contains(relationship.model) {
+                problems.append(ManifestProblem(relationship.location ?? model.location ?? SourceLocation(path: path, line: 1),
+                    "\(model.typeName).\(relationship.property) names model \(relationship.model), which no <model type=\"\(relationship.model)\"> maps"))
+            }
+        }
+        if let cycle = RelationshipGraph.cycle(in: models) {
+            let start = models.first { cycle.first?.hasPrefix($0.typeName + ".") == true }
+            let location = start.flatMap { model in
+                model.relationships.first { cycle.first == "\(model.typeName).\($0.property)" }?.location
+            } ?? start?.location ?? SourceLocation(path: path, line: 1)
+            problems.append(ManifestProblem(location,
+                "relationships nest in a cycle (\(RelationshipGraph.describe(cycle))): loading or saving such values would never end; drop one side (load it with a query of its own)"))
+        }
     }
 
     // MARK: Helpers

@@ -127,14 +127,38 @@ enum ManifestSchema {
                 <xs:sequence>
                   <xs:element name="model" minOccurs="0" maxOccurs="unbounded">
                     <xs:complexType>
-                      <xs:sequence>
-                        <xs:element name="property" minOccurs="0" maxOccurs="unbounded">
+                      <xs:choice minOccurs="0" maxOccurs="unbounded">
+                        <xs:element name="property">
                           <xs:complexType>
                             <xs:attribute name="name" type="nonEmpty" use="required"/>
                             <xs:attribute name="column" type="nonEmpty" use="required"/>
                           </xs:complexType>
                         </xs:element>
-                      </xs:sequence>
+                        <xs:element name="hasMany">
+                          <xs:complexType>
+                            <xs:attribute name="property" type="nonEmpty" use="required"/>
+                            <xs:attribute name="model" type="nonEmpty" use="required"/>
+                            <xs:attribute name="foreignKey" type="nonEmpty" use="required"/>
+                            <xs:attribute name="orderBy" type="nonEmpty"/>
+                            <xs:attribute name="onRemove">
+                              <xs:simpleType>
+                                <xs:restriction base="xs:string">
+                                  <xs:enumeration value="keep"/>
+                                  <xs:enumeration value="delete"/>
+                                  <xs:enumeration value="detach"/>
+                                </xs:restriction>
+                              </xs:simpleType>
+                            </xs:attribute>
+                          </xs:complexType>
+                        </xs:element>
+                        <xs:element name="belongsTo">
+                          <xs:complexType>
+                            <xs:attribute name="property" type="nonEmpty" use="required"/>
+                            <xs:attribute name="model" type="nonEmpty" use="required"/>
+                            <xs:attribute name="foreignKey" type="nonEmpty" use="required"/>
+                          </xs:complexType>
+                        </xs:element>
+                      </xs:choice>
                       <xs:attribute name="type" type="nonEmpty" use="required"/>
                       <xs:attribute name="table" type="nonEmpty"/>
                       <xs:attribute name="primaryKey" type="xs:string"/>

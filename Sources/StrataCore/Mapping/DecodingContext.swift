@@ -22,6 +22,8 @@ package final class DecodingContext {
     /// How the statement's database stores dates: what a number read as a `Date` means.
     package let dateStorage: DateStorage
     let layout: ModelLayout?
+    /// Fills relationship properties, when the type has any (its rows are then read into memory first).
+    var graph: GraphReading?
     /// 1-based position of the current row in the result.
     package var row: Int { counters[2] }
 
@@ -167,7 +169,14 @@ package final class DecodingContext {
         }
     }
 
+    /// The column `column(for:)` gives a relationship property, which no column holds.
+    @usableFromInline static let relationshipColumn: Int32 = -2
+
     private func resolve(_ key: String) -> Int32 {
+        if graph != nil, layout?.mapping?.relationship(key) != nil {
+            byKey[key] = Self.relationshipColumn
+            return Self.relationshipColumn
+        }
         let layoutNames = statement.layout
         let name = layout?.column(for: key) ?? key
         let index = layoutNames.index(of: name) ?? layoutNames.index(of: key) ?? layoutNames.index(of: snakeCase(key))
@@ -184,6 +193,22 @@ package final class DecodingContext {
     func describe(_ index: Int32) -> String {
         let value = statement.value(at: index)
         return value == .null ? "NULL" : "\(value.description.truncated(to: 60)) (\(value.storageClass))"
+    }
+
+    /// A property with no column: a relationship's value (`GraphReading`), or an error for a missing column.
+    @usableFromInline @inline(never)
+    package func related<T: Decodable>(_ type: T.Type, _ key: String, _ column: Int32) throws -> T {
+        guard column == Self.relationshipColumn, let graph, let value = try graph.value(T.self, key, optional: false) else {
+            throw missingColumn(key)
+        }
+        return value
+    }
+
+    /// `related` for an optional property: nil for a missing column, or a belongsTo whose key is NULL.
+    @usableFromInline @inline(never)
+    package func relatedIfPresent<T: Decodable>(_ type: T.Type, _ key: String, _ column: Int32) throws -> T? {
+        guard column == Self.relationshipColumn, let graph else { return nil }
+        return try graph.value(T.self, key, optional: true)
     }
 
     /// A property whose column the result does not have.

@@ -9,6 +9,15 @@ import Foundation
 enum MirrorEncoding {
     static func encode(_ value: Any, typeName: String, datePrecision: DatePrecision,
                        dateStorage: DateStorage = .iso8601Text) throws -> EncodedRow {
+        var related: [(property: String, value: Any?)] = []
+        return try encode(value, typeName: typeName, datePrecision: datePrecision, dateStorage: dateStorage,
+                          relationships: [], related: &related)
+    }
+
+    /// `encode`, with the values of relationship properties put in `related` (nil for a nil optional) rather than
+    /// written as columns.
+    static func encode(_ value: Any, typeName: String, datePrecision: DatePrecision, dateStorage: DateStorage,
+                       relationships: Set<String>, related: inout [(property: String, value: Any?)]) throws -> EncodedRow {
         var row = EncodedRow()
         var mirror: Mirror? = Mirror(reflecting: value)
         var levels: [Mirror] = []
@@ -24,12 +33,23 @@ enum MirrorEncoding {
                 guard var label = child.label else { continue }
                 // Property wrappers store their value as `_name`.
                 if label.hasPrefix("_") { label.removeFirst() }
+                if relationships.contains(label) {
+                    related.append((label, unwrapped(child.value)))
+                    continue
+                }
                 row.properties.append(label)
                 row.values.append(try databaseValue(child.value, typeName: typeName, property: label,
                                                     datePrecision: datePrecision, dateStorage: dateStorage))
             }
         }
         return row
+    }
+
+    /// The value an optional holds (nil for none), or the value itself.
+    static func unwrapped(_ value: Any) -> Any? {
+        let mirror = Mirror(reflecting: value)
+        guard mirror.displayStyle == .optional else { return value }
+        return mirror.children.first.flatMap { unwrapped($0.value) }
     }
 
     static func databaseValue(_ value: Any, typeName: String, property: String,

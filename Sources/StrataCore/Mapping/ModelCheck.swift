@@ -17,6 +17,9 @@ public struct ModelMismatch: Sendable, Equatable, CustomStringConvertible {
         case nullability
         /// The property's type could not be inspected (an enum that is not `CaseIterable`), nor those after it.
         case notInspectable
+        /// A relationship (`<hasMany>`, `<belongsTo>`) does not fit the schema or the property's type, or
+        /// relationships nest in a cycle.
+        case relationship
     }
 
     public let kind: Kind
@@ -49,7 +52,10 @@ extension ModelStore {
             probe.stoppedAt = probe.fields.last?.key ?? "(first property)"
         }
         var mismatches: [ModelMismatch] = []
-        for field in probe.fields {
+        if let mapping = layout.mapping, !mapping.relationships.isEmpty {
+            mismatches += try relationshipMismatches(mapping, layout: layout, fields: probe.fields)
+        }
+        for field in probe.fields where layout.mapping?.relationship(field.key) == nil {
             let columnName = layout.column(for: field.key)
             guard let column = layout.columns.named(columnName) else {
                 mismatches.append(ModelMismatch(kind: .missingColumn, typeName: name, property: field.key, column: columnName,
@@ -73,6 +79,43 @@ extension ModelStore {
         if let stopped = probe.stoppedAt {
             mismatches.append(ModelMismatch(kind: .notInspectable, typeName: name, property: stopped, column: nil,
                 message: "could not be inspected (make enums CaseIterable); properties after it were not checked"))
+        }
+        return mismatches
+    }
+
+    /// The relationships' problems: a cycle, the schema (`relationshipProblems`), and each property's Swift type.
+    private func relationshipMismatches(_ mapping: ModelMapping, layout: ModelLayout,
+                                        fields: [(key: String, type: Any.Type, optional: Bool)]) throws -> [ModelMismatch] {
+        var mismatches: [ModelMismatch] = []
+        do {
+            try requireAcyclicRelationships()
+        } catch let error as MappingError {
+            mismatches.append(ModelMismatch(kind: .relationship, typeName: layout.typeName, property: nil, column: nil,
+                                            message: error.message))
+        }
+        for message in try relationshipProblems(mapping, layout: layout, layoutOf: { try self.mappedLayout(named: $0) }, database: database) {
+            let property = message.prefix { $0 != ":" }.split(separator: ".").last.map(String.init)
+            mismatches.append(ModelMismatch(kind: .relationship, typeName: layout.typeName, property: property, column: nil,
+                                            message: String(message.drop { $0 != ":" }.dropFirst(2))))
+        }
+        for relationship in mapping.relationships {
+            guard let field = fields.first(where: { $0.key == relationship.property }) else { continue }
+            let held: String?
+            switch relationship.kind {
+            case .hasMany:
+                held = (field.type as? any RelatedArray.Type)?.elementTypeName
+                if held == nil {
+                    mismatches.append(ModelMismatch(kind: .relationship, typeName: layout.typeName, property: field.key, column: nil,
+                                                    message: "is a hasMany of \(relationship.model) but its type is \(field.type); declare it as [\(relationship.model)]"))
+                    continue
+                }
+            case .belongsTo:
+                held = String(describing: field.type)
+            }
+            if let held, held != relationship.model {
+                mismatches.append(ModelMismatch(kind: .relationship, typeName: layout.typeName, property: field.key, column: nil,
+                                                message: "holds \(held) values but the manifest's \(relationship.kind.rawValue) names model \(relationship.model)"))
+            }
         }
         return mismatches
     }
@@ -127,6 +170,13 @@ public func checkModels(of manifest: Manifest, in database: any DatabaseConnecti
         }
         if !layout.primaryKey.isEmpty && missingKeyColumns.isEmpty && !layout.keyIsUnique {
             problems.append(ManifestProblem(location, "model \(model.typeName): \(layout.keyNotUniqueMessage)"))
+        }
+        let byType = Dictionary(manifest.models.map { ($0.typeName, $0) }, uniquingKeysWith: { first, _ in first })
+        for message in try relationshipProblems(model, layout: layout, layoutOf: { name in
+            try byType[name].map { try ModelLayout(typeName: name, mapping: $0, database: database) }
+        }, database: database) {
+            problems.append(ManifestProblem(model.relationships.first { message.hasPrefix("\(model.typeName).\($0.property):") }?.location ?? location,
+                                            "model \(message)"))
         }
     }
     return problems

@@ -20,6 +20,8 @@ public final class ModelStore {
     public let database: any DatabaseConnection
     private let mappings: [String: ModelMapping]
     private var layouts: [String: ModelLayout] = [:]
+    /// `RelationshipGraph.cycle` of the mappings, once worked out.
+    private var relationshipCycle: [String]??
 
     public init(database: any DatabaseConnection, manifest: Manifest? = nil) {
         self.database = database
@@ -37,7 +39,16 @@ public final class ModelStore {
 
     /// Where a type lives: table, primary key, columns. Cached per type.
     public func layout<T>(of type: T.Type) throws -> ModelLayout {
-        let name = Self.typeName(T.self)
+        try layout(named: Self.typeName(T.self))
+    }
+
+    /// The layout of a model the store has a mapping for, nil for another.
+    func mappedLayout(named name: String) throws -> ModelLayout? {
+        mappings[name] == nil ? nil : try layout(named: name)
+    }
+
+    /// The layout of a type by its name, as the manifest's `<model type="…">` gives it.
+    func layout(named name: String) throws -> ModelLayout {
         if let cached = layouts[name] { return cached }
         let layout = try ModelLayout(typeName: name, mapping: mappings[name], database: database)
         layouts[name] = layout
@@ -127,8 +138,19 @@ public final class ModelStore {
             statement.reset()
             throw error
         }
-        let context = DecodingContext(statement: statement, typeName: Self.typeName(T.self), layout: try? layout(of: T.self),
+        let layout = try? layout(of: T.self)
+        let context: DecodingContext
+        if let layout, layout.mapping?.relationships.isEmpty == false {
+            // Relationships load for all rows at once before the first is decoded (`GraphReading`).
+            try requireAcyclicRelationships()
+            let rows = try BufferedStatement(reading: statement)
+            context = DecodingContext(statement: rows, typeName: Self.typeName(T.self), layout: layout,
                                       dateStorage: database.dialect.dateStorage)
+            context.graph = GraphReading(store: self, typeName: Self.typeName(T.self), layout: layout, rows: rows)
+        } else {
+            context = DecodingContext(statement: statement, typeName: Self.typeName(T.self), layout: layout,
+                                      dateStorage: database.dialect.dateStorage)
+        }
         defer {
             context.finish()
             statement.reset()
@@ -136,6 +158,48 @@ public final class ModelStore {
         // Boxed once here rather than once per row by each `T(from:)` call.
         let decoder: any Decoder = RowDecoder(context: context)
         try body(decoder, context)
+    }
+
+    /// Decodes the rows of a query with the value of one of their columns (which `T` need not have): how related
+    /// rows are filed under the key they name.
+    func decodeGrouped<T: Decodable>(_ type: T.Type, sql: String, _ arguments: StatementArguments, groupColumn: String,
+                                     _ body: (DatabaseValue, T) throws -> Void) throws {
+        try decodeRows(T.self, sql: sql, arguments) { decoder, context in
+            guard let index = context.statement.layout.index(of: groupColumn) else {
+                throw MappingError(typeName: Self.typeName(T.self), column: groupColumn,
+                                   message: "has no column in the result (columns: \(context.statement.layout.names.joined(separator: ", ")))")
+            }
+            while try context.nextRow() {
+                let group = context.statement.value(at: Int32(index))
+                try body(group, try T(from: decoder))
+            }
+        }
+    }
+
+    /// The layout of the type a relationship holds, which must be the model the manifest names.
+    func relatedLayout<T>(_ type: T.Type, _ relationship: Relationship, from owner: String) throws -> ModelLayout {
+        let name = Self.typeName(T.self)
+        guard name == relationship.model else {
+            throw MappingError(typeName: owner, property: relationship.property,
+                               message: "holds \(name) values but the manifest's \(relationship.kind.rawValue) names model \(relationship.model)")
+        }
+        let layout = try self.layout(of: T.self)
+        guard !layout.columns.isEmpty else {
+            throw MappingError(typeName: owner, property: relationship.property,
+                               message: "table '\(layout.table)' of model \(relationship.model) does not exist")
+        }
+        return layout
+    }
+
+    /// Refuses relationships that nest in a cycle: loading or saving them would never end. Found once per store.
+    func requireAcyclicRelationships() throws {
+        if relationshipCycle == nil {
+            relationshipCycle = .some(RelationshipGraph.cycle(in: Array(mappings.values)))
+        }
+        if case .some(.some(let cycle)) = relationshipCycle {
+            throw MappingError(typeName: String(cycle.first?.prefix { $0 != "." } ?? ""),
+                               message: "relationships nest in a cycle (\(RelationshipGraph.describe(cycle))); drop one side")
+        }
     }
 
     /// The row with this primary key (single-column keys).
@@ -175,34 +239,48 @@ public final class ModelStore {
     /// without a one-column integer key.
     @discardableResult
     public func insert<T: Encodable>(_ value: T) throws -> Int64 {
-        try insert(row: try encode(value), layout: try layout(of: T.self))
+        let layout = try layout(of: T.self)
+        if writesGraph(layout) { return insertedKey(try writeGraph(value, layout: layout, .insert)) }
+        return try insert(row: try encode(value), layout: layout)
     }
 
     /// Inserts a value that is not `Encodable`, reading its properties with `Mirror`.
     @discardableResult
     public func insert<T>(_ value: T) throws -> Int64 {
-        try insert(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+        let layout = try layout(of: T.self)
+        if writesGraph(layout) { return insertedKey(try writeGraph(value, layout: layout, .insert)) }
+        return try insert(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: layout)
     }
 
     /// Updates the row with the value's primary key; throws when there is no such row.
     public func update<T: Encodable>(_ value: T) throws {
-        try update(row: try encode(value), layout: try layout(of: T.self))
+        let layout = try layout(of: T.self)
+        if writesGraph(layout) { _ = try writeGraph(value, layout: layout, .update); return }
+        try update(row: try encode(value), layout: layout)
     }
 
     public func update<T>(_ value: T) throws {
-        try update(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+        let layout = try layout(of: T.self)
+        if writesGraph(layout) { _ = try writeGraph(value, layout: layout, .update); return }
+        try update(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: layout)
     }
 
-    /// Inserts the value, or updates the row with its primary key when there is one.
+    /// Inserts the value, or updates the row with its primary key when there is one. With relationships in the
+    /// manifest, writes the value's whole graph in one savepoint (see the README's "Relationships").
     public func save<T: Encodable>(_ value: T) throws {
-        try save(row: try encode(value), layout: try layout(of: T.self))
+        let layout = try layout(of: T.self)
+        if writesGraph(layout) { _ = try writeGraph(value, layout: layout, .save); return }
+        try save(row: try encode(value), layout: layout)
     }
 
     public func save<T>(_ value: T) throws {
-        try save(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
+        let layout = try layout(of: T.self)
+        if writesGraph(layout) { _ = try writeGraph(value, layout: layout, .save); return }
+        try save(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: layout)
     }
 
-    /// Deletes the row with the value's primary key; returns whether a row was deleted.
+    /// Deletes the row with the value's primary key, and what the manifest says it owns (`onRemove`); returns
+    /// whether a row was deleted.
     @discardableResult
     public func delete<T: Encodable>(_ value: T) throws -> Bool {
         try delete(row: try encode(value), layout: try layout(of: T.self))
@@ -231,22 +309,38 @@ public final class ModelStore {
     /// Deletes every row of the type's table; returns how many.
     @discardableResult
     public func deleteAll<T>(_ type: T.Type) throws -> Int {
-        let layout = try layout(of: T.self)
-        try database.execute("DELETE FROM \(quoteIdentifier(layout.table))", .none)
-        return database.changes
+        try deleteAll(layout: try layout(of: T.self), condition: nil, .none)
     }
 
     @discardableResult
     public func deleteAll<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments) throws -> Int {
-        let layout = try layout(of: T.self)
-        try database.execute("DELETE FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
-        return database.changes
+        try deleteAll(layout: try layout(of: T.self), condition: condition, arguments)
+    }
+
+    /// Deletes rows, and first what they own when the manifest says so, in one savepoint.
+    private func deleteAll(layout: ModelLayout, condition: String?, _ arguments: StatementArguments) throws -> Int {
+        let table = quoteIdentifier(layout.table)
+        let filter = condition.map { " WHERE \($0)" } ?? ""
+        guard ownsRows(layout) else {
+            try database.execute("DELETE FROM \(table)\(filter)", arguments)
+            return database.changes
+        }
+        try requireAcyclicRelationships()
+        guard layout.primaryKey.count == 1 else {
+            throw MappingError(typeName: layout.typeName, message: "deleting what a \(layout.typeName) owns needs a one-column primary key")
+        }
+        return try database.withSavepoint {
+            try deleteOwned(layout, keys: "SELECT \(quoteIdentifier(layout.primaryKey[0])) FROM \(table)\(filter)", arguments)
+            try database.execute("DELETE FROM \(table)\(filter)", arguments)
+            return database.changes
+        }
     }
 
     /// Inserts many values in one transaction (a savepoint when one is already open) through one prepared
     /// statement: all are inserted, or none.
     public func insert<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
         let layout = try layout(of: S.Element.self)
+        if writesGraph(layout) { return try writeGraphs(values, layout: layout, .insert) }
         if writesRowByRow {
             let encoding = rowEncoding(layout.typeName)
             let statements = StatementCache()
@@ -278,6 +372,7 @@ public final class ModelStore {
     /// Inserts or updates many values in one transaction, each SQL statement prepared once.
     public func save<S: Sequence>(contentsOf values: S) throws where S.Element: Encodable {
         let layout = try layout(of: S.Element.self)
+        if writesGraph(layout) { return try writeGraphs(values, layout: layout, .save) }
         let encoding = rowEncoding(layout.typeName)
         let statements = StatementCache()
         try batch(layout, values, encode: { try encoding.encode($0) }) { try save(row: $0, layout: layout, statements: statements) }
@@ -286,6 +381,7 @@ public final class ModelStore {
     /// Inserts many values that are not `Encodable`, via `Mirror`, in one transaction.
     public func insert<S: Sequence>(contentsOf values: S) throws {
         let layout = try layout(of: S.Element.self)
+        if writesGraph(layout) { return try writeGraphs(values, layout: layout, .insert) }
         if writesRowByRow {
             let statements = StatementCache()
             return try batch(layout, values, encode: { try mirrorRow($0, typeName: layout.typeName) }) {
@@ -304,7 +400,7 @@ public final class ModelStore {
     // MARK: SQL
 
     /// The encoder of a type's rows, writing dates as finely as the database keeps them.
-    private func rowEncoding(_ typeName: String) -> RowEncoding {
+    func rowEncoding(_ typeName: String) -> RowEncoding {
         RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision,
                     dateStorage: database.dialect.dateStorage)
     }
@@ -337,7 +433,7 @@ public final class ModelStore {
             + "VALUES (\(columns.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ")))"
     }
 
-    private func insert(row: EncodedRow, layout: ModelLayout, statements: StatementCache? = nil) throws -> Int64 {
+    func insert(row: EncodedRow, layout: ModelLayout, statements: StatementCache? = nil) throws -> Int64 {
         switch database.dialect.modelWrites.generatedKeys {
         case .lastRowID:
             try database.execute(try insertSQL(layout, row), .positional(row.values))
@@ -427,7 +523,9 @@ public final class ModelStore {
     /// `INSERT … ON CONFLICT (key) DO UPDATE` where the dialect says so and the value has every column the table
     /// needs for a new row, else as an UPDATE then an INSERT (an upsert would not do: the database checks NOT NULL
     /// columns the type may not have before it looks for the conflict, so saving a value read back would fail).
-    private func save(row: EncodedRow, layout: ModelLayout, statements: StatementCache? = nil) throws {
+    /// Returns the key the database generated when it inserted a row, nil when it updated one.
+    @discardableResult
+    func save(row: EncodedRow, layout: ModelLayout, statements: StatementCache? = nil) throws -> Int64? {
         let columns = columns(layout, row)
         try requireKey(layout, columns)
         let keyIsSet = zip(columns, row.values).allSatisfy { !layout.isPrimaryKey($0.0) || $0.1 != .null }
@@ -440,13 +538,13 @@ public final class ModelStore {
             let sets = columns.filter { !layout.isPrimaryKey($0) }.map { "\(quoteIdentifier($0)) = EXCLUDED.\(quoteIdentifier($0))" }
             let conflict = " ON CONFLICT (\(keys)) " + (sets.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + sets.joined(separator: ", "))
             _ = try insertReturningKey(row: row, layout: layout, conflict: conflict, statements: statements)
-            return
+            return nil
         }
-        if keyIsSet, try updateRow(row: row, layout: layout) { return }
-        _ = try insert(row: row, layout: layout, statements: statements)
+        if keyIsSet, try updateRow(row: row, layout: layout) { return nil }
+        return try insert(row: row, layout: layout, statements: statements)
     }
 
-    private func update(row: EncodedRow, layout: ModelLayout) throws {
+    func update(row: EncodedRow, layout: ModelLayout) throws {
         guard try updateRow(row: row, layout: layout) else {
             let columns = columns(layout, row)
             let key = zip(columns, row.values).filter { layout.isPrimaryKey($0.0) }.map { "\($0.0) = \($0.1)" }
@@ -492,7 +590,13 @@ public final class ModelStore {
         return try delete(layout: layout, key: key)
     }
 
-    private func delete(layout: ModelLayout, key: [String: any DatabaseValueConvertible]) throws -> Bool {
+    func delete(layout: ModelLayout, key: [String: any DatabaseValueConvertible]) throws -> Bool {
+        if ownsRows(layout) { return try deleteGraph(layout, key: key) }
+        return try deleteRow(layout: layout, key: key)
+    }
+
+    /// Deletes one row by its key, nothing else.
+    func deleteRow(layout: ModelLayout, key: [String: any DatabaseValueConvertible]) throws -> Bool {
         try requireUniqueKey(layout)
         let (condition, arguments) = try keyCondition(layout, key)
         try database.execute("DELETE FROM \(quoteIdentifier(layout.table)) WHERE \(condition)", arguments)
@@ -500,7 +604,7 @@ public final class ModelStore {
     }
 
     /// Refuses to write by a key that several rows may share: one call would change every one of them.
-    private func requireUniqueKey(_ layout: ModelLayout) throws {
+    func requireUniqueKey(_ layout: ModelLayout) throws {
         guard !layout.primaryKey.isEmpty else {
             throw MappingError(typeName: layout.typeName,
                                message: "has no primary key (declare one in table '\(layout.table)' or the manifest's primaryKey)")
@@ -510,7 +614,7 @@ public final class ModelStore {
         }
     }
 
-    private func requireKey(_ layout: ModelLayout, _ columns: [String]) throws {
+    func requireKey(_ layout: ModelLayout, _ columns: [String]) throws {
         try requireUniqueKey(layout)
         let lowered = Set(columns.map(\.sqliteFolded))
         let missing = layout.primaryKey.filter { !lowered.contains($0.sqliteFolded) }
@@ -558,7 +662,7 @@ public final class ModelStore {
     }
 
     /// Writes the batch's value at a 1-based `position`; its errors name that position.
-    private func writing(_ position: Int, of layout: ModelLayout, _ write: () throws -> Void) throws {
+    func writing(_ position: Int, of layout: ModelLayout, _ write: () throws -> Void) throws {
         do {
             try write()
         } catch let error as DatabaseError {

@@ -88,7 +88,9 @@ package struct RowContainer<Key: CodingKey, Source: ColumnSource>: KeyedDecoding
     @inline(__always) package func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try field(key).integer(key.stringValue) }
     @inline(__always) package func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try field(key).integer(key.stringValue) }
     @inline(__always) package func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let field = try field(key)
+        let index = context.column(for: key)
+        guard index >= 0 else { return try context.related(T.self, key.stringValue, index) }
+        let field = Field(context: context, column: index, value: column(at: index))
         // Dates are read here, outside the generic path, whose set-up (metadata for `T?`) costs more than the parse.
         if T.self == Date.self { return unsafeBitCast(try field.date(key.stringValue), to: T.self) }
         return try field.value(T.self, key.stringValue)
@@ -138,7 +140,10 @@ package struct RowContainer<Key: CodingKey, Source: ColumnSource>: KeyedDecoding
         try presentField(key)?.integer(key.stringValue)
     }
     @inline(__always) package func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let field = presentField(key) else { return nil }
+        let index = context.column(for: key)
+        guard index >= 0 else { return try context.relatedIfPresent(T.self, key.stringValue, index) }
+        let field = Field(context: context, column: index, value: column(at: index))
+        guard field.storage != .null else { return nil }
         if T.self == Date.self { return unsafeBitCast(try field.date(key.stringValue), to: T.self) }
         return try field.value(T.self, key.stringValue)
     }

@@ -19,6 +19,10 @@ final class RowEncoding {
     /// How the database stores a `Date` (`SQLDialect.dateStorage`).
     let dateStorage: DateStorage
     var row = EncodedRow()
+    /// Relationship properties (`<hasMany>`, `<belongsTo>`), captured into `related` rather than written as columns.
+    var relationships: Set<String> = []
+    /// The relationship properties the value encoded, with their values (nil for a nil optional).
+    var related: [(property: String, value: Any?)] = []
     lazy var json = Self.jsonEncoder()
 
     /// How nested values are stored: JSON with sorted keys, so equal values store equal text.
@@ -38,6 +42,7 @@ final class RowEncoding {
     func encode<T: Encodable>(_ value: T) throws -> EncodedRow {
         row.properties.removeAll(keepingCapacity: true)
         row.values.removeAll(keepingCapacity: true)
+        if !related.isEmpty { related.removeAll() }
         try value.encode(to: RowEncoder(encoding: self))
         return row
     }
@@ -88,7 +93,13 @@ struct RowEncodingContainer<Key: CodingKey>: NullWritingContainer {
     let encoding: RowEncoding
     var codingPath: [any CodingKey] { [] }
 
-    mutating func encodeNil(forKey key: Key) throws { encoding.append(key.stringValue, .null) }
+    mutating func encodeNil(forKey key: Key) throws {
+        if !encoding.relationships.isEmpty, encoding.relationships.contains(key.stringValue) {
+            encoding.related.append((key.stringValue, nil))
+            return
+        }
+        encoding.append(key.stringValue, .null)
+    }
     mutating func encode(_ value: Bool, forKey key: Key) throws { encoding.append(key.stringValue, .integer(value ? 1 : 0)) }
     mutating func encode(_ value: String, forKey key: Key) throws { encoding.append(key.stringValue, .text(value)) }
     mutating func encode(_ value: Double, forKey key: Key) throws { encoding.append(key.stringValue, .real(value)) }
@@ -104,6 +115,10 @@ struct RowEncodingContainer<Key: CodingKey>: NullWritingContainer {
     mutating func encode(_ value: UInt32, forKey key: Key) throws { encoding.append(key.stringValue, .integer(Int64(value))) }
     mutating func encode(_ value: UInt64, forKey key: Key) throws { try encodeUnsigned(value, key) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        if !encoding.relationships.isEmpty, encoding.relationships.contains(key.stringValue) {
+            encoding.related.append((key.stringValue, value))
+            return
+        }
         encoding.append(key.stringValue, try encoding.databaseValue(value, key: key.stringValue))
     }
 
