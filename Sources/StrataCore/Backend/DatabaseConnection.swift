@@ -42,6 +42,9 @@ public protocol DatabaseConnection: AnyObject {
     /// True when a constraint of the table names its own conflict resolution, which a statement that states
     /// none would follow (SQLite's `ON CONFLICT` in a column or table constraint); false where no such thing exists.
     func declaresConflictClause(_ table: String) throws -> Bool
+    /// The user schema as a value (`SchemaSnapshot`), read in one consistent look, without Strata's history table
+    /// and the database's internal objects; inside a transaction, as that transaction sees it.
+    func schemaSnapshot() throws -> SchemaSnapshot
 }
 
 extension DatabaseConnection {
