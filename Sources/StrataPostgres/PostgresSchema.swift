@@ -16,7 +16,7 @@ struct PostgresSchema {
     let connection: PostgresConnection
 
     /// Namespaces that hold user objects.
-    private static let userSchemas = """
+    static let userSchemas = """
         n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
         """
 
@@ -25,7 +25,7 @@ struct PostgresSchema {
     /// SQL text that follows an object's definition with the statement setting how it fires when not the
     /// default (`D` disabled, `R` replica, `A` always; `O` prints nothing), as `pg_dump` writes it:
     /// `ALTER <alter> {DISABLE | ENABLE REPLICA | ENABLE ALWAYS} <object>;`, `arguments` filling the `%I`s.
-    private static func enabledState(_ column: String, alter: String, _ object: String, _ arguments: String) -> String {
+    static func enabledState(_ column: String, alter: String, _ object: String, _ arguments: String) -> String {
         func statement(_ verb: String) -> String {
             let text = ["ALTER \(alter)", verb, object].filter { !$0.isEmpty }.joined(separator: " ")
             return "format(E'\\n\(text);', \(arguments))"
@@ -34,7 +34,7 @@ struct PostgresSchema {
             + " WHEN 'A' THEN \(statement("ENABLE ALWAYS")) ELSE '' END"
     }
 
-    private static func notInExtension(_ catalog: String, _ oid: String) -> String {
+    static func notInExtension(_ catalog: String, _ oid: String) -> String {
         """
         NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend x_dep WHERE x_dep.classid = 'pg_catalog.\(catalog)'::pg_catalog.regclass
                     AND x_dep.objid = \(oid) AND x_dep.deptype = 'e')
@@ -42,7 +42,7 @@ struct PostgresSchema {
     }
 
     /// SQL for ` COLLATE schema.name` when `collation` is not the default collation of `type`, else ''.
-    private static func collate(_ collation: String, over type: String) -> String {
+    static func collate(_ collation: String, over type: String) -> String {
         """
         CASE WHEN \(collation) <> 0 AND \(collation) <> (SELECT ty.typcollation FROM pg_catalog.pg_type ty WHERE ty.oid = \(type))
              THEN (SELECT format(' COLLATE %I.%I', cn.nspname, co.collname) FROM pg_catalog.pg_collation co
@@ -54,28 +54,43 @@ struct PostgresSchema {
     /// Reads the text in one read-only snapshot with an empty `search_path`, so every name outside `pg_catalog`
     /// comes out qualified; a caller's transaction is used as it is, and its `search_path` put back.
     func text() throws -> String {
+        try inCatalogSnapshot {
+            let statements = try sections().flatMap(\.statements)
+            return statements.joined(separator: "\n\n") + (statements.isEmpty ? "" : "\n")
+        }
+    }
+
+    /// Runs `body` in one read-only snapshot with an empty `search_path` (see `text()`).
+    func inCatalogSnapshot<T>(_ body: () throws -> T) throws -> T {
         if connection.isInTransaction {
             let saved = try connection.scalar("SELECT pg_catalog.current_setting('search_path')", as: String.self) ?? ""
             try connection.execute("SELECT pg_catalog.set_config('search_path', '', false)")
             defer { _ = try? connection.execute("SELECT pg_catalog.set_config('search_path', $1, false)", [saved]) }
-            return try read()
+            return try body()
         }
         return try connection.withTransaction {
             try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             try connection.execute("SELECT pg_catalog.set_config('search_path', '', true)")
-            return try read()
+            return try body()
         }
     }
 
-    private func read() throws -> String {
+    /// SQL for the history table's oid (0 when absent), with `historyArguments` as its `$1` and `$2`: its
+    /// constraints, indexes, triggers, rules and policies are Strata's.
+    static let history = "COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.%I', $2::text, $1::text)), 0)"
+    var historyArguments: StatementArguments { [PostgresHistory.table, connection.historySchema] }
+
+    /// The statements of the text, by section (`kind`: `schema`, `table`, `view`, `index`, `constraint` for foreign
+    /// keys and NOT VALID checks, `function`, `trigger`, …), in the order the text prints them. Inside
+    /// `inCatalogSnapshot`.
+    func sections() throws -> [(kind: String, statements: [String])] {
         let version = connection.serverVersion
-        // The history table's oid (0 when absent): its constraints, indexes, triggers, rules and policies are Strata's.
-        let history = "COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.%I', $2::text, $1::text)), 0)"
-        let historyArguments: StatementArguments = [PostgresHistory.table, connection.historySchema]
-        var sections: [[String]] = []
+        let history = Self.history
+        let historyArguments = self.historyArguments
+        var sections: [(kind: String, statements: [String])] = []
 
         // `public` is in every database. The history's schema is Strata's when it holds nothing else.
-        sections.append(try lines("""
+        sections.append(("schema", try lines("""
             SELECT format('CREATE SCHEMA %I;', n.nspname) FROM pg_catalog.pg_namespace n
             WHERE \(Self.userSchemas) AND n.nspname <> 'public' AND \(Self.notInExtension("pg_namespace", "n.oid"))
               AND NOT (n.nspname = $1
@@ -85,24 +100,24 @@ struct PostgresSchema {
                                        AND p.proname <> 'strata_history_guard')
                        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type t WHERE t.typnamespace = n.oid AND t.typrelid = 0
                                        AND t.typname <> '_strata_history'))
-            """, [connection.historySchema]))
+            """, [connection.historySchema])))
         // Extensions made by initdb (plpgsql) are in every database; pg_dump leaves them out too.
-        sections.append(try lines("""
+        sections.append(("extension", try lines("""
             SELECT format('CREATE EXTENSION %I WITH SCHEMA %I VERSION %L;', x.extname, n.nspname, x.extversion)
             FROM pg_catalog.pg_extension x JOIN pg_catalog.pg_namespace n ON n.oid = x.extnamespace
             WHERE x.oid >= 16384
-            """))
+            """)))
         let types = """
             FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
             WHERE \(Self.userSchemas) AND \(Self.notInExtension("pg_type", "t.oid"))
             """
-        sections.append(try lines("""
+        sections.append(("type", try lines("""
             SELECT format('CREATE TYPE %I.%I AS ENUM (%s);', n.nspname, t.typname,
                           (SELECT string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder)
                            FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid))
             \(types) AND t.typtype = 'e'
-            """))
-        sections.append(try lines("""
+            """)))
+        sections.append(("type", try lines("""
             SELECT format('CREATE TYPE %I.%I AS RANGE (SUBTYPE = %s%s%s%s%s);', n.nspname, t.typname,
                           format_type(r.rngsubtype, NULL),
                           CASE WHEN NOT oc.opcdefault THEN format(', SUBTYPE_OPCLASS = %I.%I', ocn.nspname, oc.opcname) ELSE '' END,
@@ -113,9 +128,9 @@ struct PostgresSchema {
             JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
             JOIN pg_catalog.pg_opclass oc ON oc.oid = r.rngsubopc JOIN pg_catalog.pg_namespace ocn ON ocn.oid = oc.opcnamespace
             WHERE \(Self.userSchemas) AND \(Self.notInExtension("pg_type", "t.oid"))
-            """))
+            """)))
         // Valid CHECKs in the statement; a NOT VALID one cannot be declared by CREATE DOMAIN, so it is added after.
-        sections.append(try lines("""
+        sections.append(("domain", try lines("""
             SELECT format('CREATE DOMAIN %I.%I AS %s%s%s%s%s;%s', n.nspname, t.typname, format_type(t.typbasetype, t.typtypmod),
                           \(Self.collate("t.typcollation", over: "t.typbasetype")),
                           COALESCE(' DEFAULT ' || pg_get_expr(t.typdefaultbin, 0), ''),
@@ -126,16 +141,16 @@ struct PostgresSchema {
                                                     pg_get_constraintdef(k.oid)), '' ORDER BY k.conname COLLATE "C")
                            FROM pg_catalog.pg_constraint k WHERE k.contypid = t.oid AND k.contype = 'c' AND NOT k.convalidated))
             \(types) AND t.typtype = 'd'
-            """))
-        sections.append(try lines("""
+            """)))
+        sections.append(("type", try lines("""
             SELECT format('CREATE TYPE %I.%I AS (%s);', n.nspname, t.typname,
                           (SELECT string_agg(format('%I %s%s', a.attname, format_type(a.atttypid, a.atttypmod),
                                                     \(Self.collate("a.attcollation", over: "a.atttypid"))), ', ' ORDER BY a.attnum)
                            FROM pg_catalog.pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped))
             \(types) AND t.typtype = 'c' AND (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = t.typrelid) = 'c'
-            """))
+            """)))
         // An identity column's sequence is part of the column.
-        sections.append(try lines("""
+        sections.append(("sequence", try lines("""
             SELECT format('CREATE %sSEQUENCE %I.%I AS %s INCREMENT %s MINVALUE %s MAXVALUE %s START %s CACHE %s%s;',
                           CASE WHEN c.relpersistence = 'u' THEN 'UNLOGGED ' ELSE '' END,
                           n.nspname, c.relname, format_type(s.seqtypid, NULL), s.seqincrement, s.seqmin, s.seqmax,
@@ -145,9 +160,9 @@ struct PostgresSchema {
             WHERE \(Self.userSchemas) AND \(Self.notInExtension("pg_class", "c.oid"))
               AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
                               AND d.objid = c.oid AND d.deptype = 'i')
-            """))
-        sections.append(try tables(history: history, historyArguments, version: version))
-        sections.append(try lines("""
+            """)))
+        sections.append(("table", try tables(history: history, historyArguments, version: version).map(\.text)))
+        sections.append(("partition", try lines("""
             SELECT CASE WHEN c.relispartition
                         THEN format('ALTER TABLE ONLY %I.%I ATTACH PARTITION %I.%I %s;', pn.nspname, p.relname, n.nspname, c.relname,
                                     pg_get_expr(c.relpartbound, c.oid))
@@ -156,8 +171,8 @@ struct PostgresSchema {
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_catalog.pg_class p ON p.oid = i.inhparent JOIN pg_catalog.pg_namespace pn ON pn.oid = p.relnamespace
             WHERE c.relkind IN ('r', 'p') AND \(Self.userSchemas) AND \(Self.notInExtension("pg_class", "c.oid"))
-            """))
-        sections.append(try lines("""
+            """)))
+        sections.append(("sequence owner", try lines("""
             SELECT format('ALTER SEQUENCE %I.%I OWNED BY %I.%I.%I;', n.nspname, s.relname, tn.nspname, t.relname, a.attname)
             FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'
             JOIN pg_catalog.pg_namespace n ON n.oid = s.relnamespace
@@ -165,9 +180,9 @@ struct PostgresSchema {
             JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
             WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
               AND d.deptype = 'a' AND \(Self.userSchemas) AND \(Self.notInExtension("pg_class", "s.oid"))
-            """))
+            """)))
         // Views come before indexes: a materialized view can have indexes. pg_get_viewdef's text ends in ';'.
-        sections.append(try lines("""
+        sections.append(("view", try lines("""
             SELECT format('CREATE %sVIEW %I.%I%s AS%s%s', CASE c.relkind WHEN 'm' THEN 'MATERIALIZED ' ELSE '' END,
                           n.nspname, c.relname, COALESCE(' WITH (' || array_to_string(c.reloptions, ', ') || ')', ''),
                           CASE WHEN c.relkind = 'm' AND NOT c.relispopulated
@@ -178,36 +193,36 @@ struct PostgresSchema {
                            WHERE d.adrelid = c.oid))
             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE c.relkind IN ('v', 'm') AND \(Self.userSchemas) AND \(Self.notInExtension("pg_class", "c.oid"))
-            """))
+            """)))
         // Indexes that back a constraint are part of the constraint. An index a killed CREATE INDEX CONCURRENTLY left
         // INVALID is kept up to date (a unique one still refuses duplicates) but never used by queries: marked.
-        sections.append(try lines("""
+        sections.append(("index", try lines("""
             SELECT pg_get_indexdef(i.indexrelid) || ';'
                    || CASE WHEN NOT i.indisvalid AND c.relkind = 'i' THEN ' -- INVALID: not used by queries' ELSE '' END
             FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE \(Self.userSchemas) AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.conindid = i.indexrelid)
               AND i.indrelid <> \(history) AND \(Self.notInExtension("pg_class", "i.indrelid"))
-            """, historyArguments))
-        sections.append(try lines("""
+            """, historyArguments)))
+        sections.append(("index partition", try lines("""
             SELECT format('ALTER INDEX %I.%I ATTACH PARTITION %I.%I;', pn.nspname, p.relname, n.nspname, c.relname)
             FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_catalog.pg_class p ON p.oid = i.inhparent JOIN pg_catalog.pg_namespace pn ON pn.oid = p.relnamespace
             WHERE c.relkind IN ('i', 'I') AND \(Self.userSchemas)
-            """))
+            """)))
         // After every table and index: a foreign key needs the key it references. A NOT VALID check declared in
         // CREATE TABLE would be made valid, so it is added here (once, where it is declared: children inherit it).
         // A foreign key a partition inherits (or its copies for a referenced partitioned table) comes with its parent.
         let inheritedForeignKey = version >= 110_000 ? "k.conparentid <> 0" : "false"
-        sections.append(try lines("""
+        sections.append(("constraint", try lines("""
             SELECT format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s;', n.nspname, c.relname, k.conname, pg_get_constraintdef(k.oid))
             FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class c ON c.oid = k.conrelid
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE ((k.contype = 'f' AND NOT \(inheritedForeignKey)) OR (k.contype = 'c' AND NOT k.convalidated AND k.conislocal))
               AND \(Self.userSchemas) AND c.oid <> \(history) AND \(Self.notInExtension("pg_class", "c.oid"))
-            """, historyArguments))
-        sections.append(try lines("""
+            """, historyArguments)))
+        sections.append(("table option", try lines("""
             SELECT format('ALTER TABLE ONLY %I.%I REPLICA IDENTITY %s;', n.nspname, c.relname,
                           CASE c.relreplident WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'
                                ELSE COALESCE((SELECT 'USING INDEX ' || quote_ident(ic.relname) FROM pg_catalog.pg_index x
@@ -221,27 +236,27 @@ struct PostgresSchema {
             FROM pg_catalog.pg_index x JOIN pg_catalog.pg_class c ON c.oid = x.indrelid
             JOIN pg_catalog.pg_class ic ON ic.oid = x.indexrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE x.indisclustered AND \(Self.userSchemas) AND c.oid <> \(history) AND \(Self.notInExtension("pg_class", "c.oid"))
-            """, historyArguments))
+            """, historyArguments)))
         // A range type's constructors are made with it (an internal dependency).
-        sections.append(try lines("""
+        sections.append(("function", try lines("""
             SELECT pg_get_functiondef(p.oid) || ';'
             FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
             WHERE \(Self.userSchemas) AND p.prokind IN ('f', 'p') AND \(Self.notInExtension("pg_proc", "p.oid"))
               AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
                               AND d.objid = p.oid AND d.deptype = 'i')
               AND NOT (p.proname = 'strata_history_guard' AND n.nspname = $1)
-            """, [connection.historySchema]))
+            """, [connection.historySchema])))
         // A trigger a partition inherits from its parent's comes with the parent's.
         let inheritedTrigger = version >= 130_000 ? "t.tgparentid <> 0" : "false"
-        sections.append(try lines("""
+        sections.append(("trigger", try lines("""
             SELECT pg_get_triggerdef(t.oid) || ';'
                    || \(Self.enabledState("t.tgenabled", alter: "TABLE %I.%I", "TRIGGER %I", "n.nspname, c.relname, t.tgname"))
             FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE NOT t.tgisinternal AND NOT \(inheritedTrigger) AND \(Self.userSchemas) AND c.oid <> \(history)
               AND \(Self.notInExtension("pg_class", "c.oid"))
-            """, historyArguments))
-        sections.append(try lines("""
+            """, historyArguments)))
+        sections.append(("event trigger", try lines("""
             SELECT format('CREATE EVENT TRIGGER %I ON %s%s EXECUTE FUNCTION %I.%I();', e.evtname, e.evtevent,
                           CASE WHEN e.evttags IS NOT NULL
                                THEN ' WHEN TAG IN (' || (SELECT string_agg(quote_literal(tag), ', ' ORDER BY tag COLLATE "C")
@@ -251,17 +266,17 @@ struct PostgresSchema {
             FROM pg_catalog.pg_event_trigger e JOIN pg_catalog.pg_proc p ON p.oid = e.evtfoid
             JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
             WHERE \(Self.notInExtension("pg_event_trigger", "e.oid"))
-            """))
+            """)))
         // A view's _RETURN rule is the view itself. pg_get_ruledef's text ends in ';'.
-        sections.append(try lines("""
+        sections.append(("rule", try lines("""
             SELECT pg_get_ruledef(r.oid)
                    || \(Self.enabledState("r.ev_enabled", alter: "TABLE %I.%I", "RULE %I", "n.nspname, c.relname, r.rulename"))
             FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE r.rulename <> '_RETURN' AND \(Self.userSchemas) AND c.oid <> \(history)
               AND \(Self.notInExtension("pg_class", "c.oid"))
-            """, historyArguments))
-        sections.append(try lines("""
+            """, historyArguments)))
+        sections.append(("policy", try lines("""
             SELECT format('CREATE POLICY %I ON %I.%I AS %s FOR %s TO %s%s%s;', p.polname, n.nspname, c.relname,
                           CASE WHEN p.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
                           CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE' WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
@@ -273,19 +288,18 @@ struct PostgresSchema {
             FROM pg_catalog.pg_policy p JOIN pg_catalog.pg_class c ON c.oid = p.polrelid
             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE \(Self.userSchemas) AND c.oid <> \(history) AND \(Self.notInExtension("pg_class", "c.oid"))
-            """, historyArguments))
-        sections.append(try lines("""
+            """, historyArguments)))
+        sections.append(("statistics", try lines("""
             SELECT pg_get_statisticsobjdef(s.oid) || ';'
             FROM pg_catalog.pg_statistic_ext s JOIN pg_catalog.pg_namespace n ON n.oid = s.stxnamespace
             WHERE \(Self.userSchemas) AND \(Self.notInExtension("pg_statistic_ext", "s.oid"))
-            """))
-        let statements = sections.flatMap { $0 }
-        return statements.joined(separator: "\n\n") + (statements.isEmpty ? "" : "\n")
+            """)))
+        return sections
     }
 
     /// One `CREATE TABLE` per table and partitioned table, sorted by name, each followed by its row-level security
     /// switches. Foreign keys and NOT VALID checks are added in a later section; partitions are attached there too.
-    private func tables(history: String, _ historyArguments: StatementArguments, version: Int) throws -> [String] {
+    func tables(history: String, _ historyArguments: StatementArguments, version: Int) throws -> [(name: String, text: String)] {
         let accessMethod = version >= 120_000
             ? "(SELECT am.amname FROM pg_catalog.pg_am am WHERE am.oid = c.relam AND am.amname <> 'heap')" : "NULL::name"
         let tables = try connection.rows("""
@@ -353,11 +367,11 @@ struct PostgresSchema {
             if try table.get("force_rls", as: Bool.self) { text += "\nALTER TABLE \(name) FORCE ROW LEVEL SECURITY;" }
             statements.append((name, text))
         }
-        return statements.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }.map(\.text)
+        return statements.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     }
 
     /// The first column of every row, sorted (byte order, whatever the server's collation) unless told otherwise.
-    private func lines(_ sql: String, _ arguments: StatementArguments = .none, sorted: Bool = true) throws -> [String] {
+    func lines(_ sql: String, _ arguments: StatementArguments = .none, sorted: Bool = true) throws -> [String] {
         let values = try connection.rows(sql, arguments).compactMap { row in try row.get(0, as: String?.self) }
         return sorted ? values.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } : values
     }

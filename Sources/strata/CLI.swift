@@ -67,6 +67,16 @@ enum CLI {
                     details: "Exit 3 listing every problem as path:line: message."),
         CommandSpec(name: "schema", summary: "print the database's schema in a stable order, for diffing",
                     usage: "strata schema [--database PATH | --manifest PATH]", valueOptions: manifestOptions),
+        CommandSpec(name: "diff", summary: "compare two schemas: databases, or a database and a schema file",
+                    usage: "strata diff --database A (--database B | --schema FILE) [--manifest PATH]",
+                    valueOptions: ["manifest"], repeatableOptions: ["database", "schema"],
+                    details: """
+                        Compares two schemas, the first turned into the second: each given --database (in the order given),
+                        then each --schema FILE (written by 'strata schema --format json'); with --manifest and no
+                        --database, the manifest's database is the first. Lists every table, column, constraint, index,
+                        view and trigger added, dropped or changed, and how.
+                        Exit 0 when they are the same, 3 when they differ.
+                        """),
         CommandSpec(name: "completion", summary: "print a bash completion script for strata's commands and options",
                     usage: "strata completion bash", positionals: 1...1,
                     details: "Load it with 'source <(strata completion bash)', or save it as\n/usr/share/bash-completion/completions/strata (the Debian package installs it there)."),
@@ -96,7 +106,7 @@ enum CLI {
               0        success or nothing to do
               1        a step failed
               2        usage error
-              3        drift, dirty state or validation failure
+              3        drift, dirty state or validation failure; diff: the schemas differ
               130/143  stopped by SIGINT/SIGTERM between steps
 
             Run 'strata <command> --help' or 'strata help <command>' for a command's options.

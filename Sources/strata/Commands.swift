@@ -27,6 +27,7 @@ struct Commands {
         case "resolve": return try resolve()
         case "new": return try newMigration()
         case "schema": return try schema()
+        case "diff": return try diff()
         case "check": return try check()
         case "completion": return try completion()
         default: throw UsageError("unknown command '\(invocation.spec.name)'")
@@ -35,7 +36,7 @@ struct Commands {
 
     // MARK: Loading
 
-    private func manifest() throws -> Manifest {
+    func manifest() throws -> Manifest {
         guard let path = invocation.value("manifest") else { throw UsageError("--manifest PATH is required") }
         let manifest = try Manifest.load(path: path)
         for warning in manifest.warnings { output.log("warning: \(warning)") }
@@ -44,7 +45,7 @@ struct Commands {
 
     /// The database `--database` or the manifest names, checked by its backend (exit 2 for a name at which no
     /// durable database would be kept).
-    private func target(_ manifest: Manifest?) throws -> any DatabaseTarget {
+    func target(_ manifest: Manifest?) throws -> any DatabaseTarget {
         try DatabaseTargets.target(option: invocation.value("database"), manifest: manifest)
     }
 
@@ -348,7 +349,11 @@ struct Commands {
         }
         let schema = try target.schema()
         if !output.json && !output.quiet { StandardOutput.print(schema, terminator: "") }
-        output.object(["command": "schema", "database": .string(path), "schema": .string(schema)])
+        guard output.json else { return ExitCode.success }
+        // The snapshot is what `diff --schema` reads back.
+        let snapshot = try target.openForReading().schemaSnapshot().jsonData()
+        output.object(["command": "schema", "database": .string(path), "schema": .string(schema),
+                       "snapshot": .raw(String(decoding: snapshot, as: UTF8.self))])
         return ExitCode.success
     }
 

@@ -8,6 +8,8 @@ enum JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleB
     case null
     case array([JSON])
     case object([(String, JSON)])
+    /// JSON text rendered already (a library value's own encoding, `SchemaSnapshot.jsonData()`), written as it is.
+    case raw(String)
 
     init(stringLiteral value: String) { self = .string(value) }
     init(integerLiteral value: Int) { self = .integer(Int64(value)) }
@@ -31,6 +33,7 @@ enum JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleB
         case .integer(let i): out += String(i)
         case .bool(let b): out += b ? "true" : "false"
         case .null: out += "null"
+        case .raw(let text): out += text
         case .array(let items):
             out += "["
             for (index, item) in items.enumerated() {

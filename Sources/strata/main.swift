@@ -16,6 +16,8 @@ enum ExitCode {
     static let stepFailed: Int32 = 1
     static let usage: Int32 = 2
     static let refused: Int32 = 3
+    /// `diff`: the two schemas differ (the same code as a refusal: a deploy script stops on either).
+    static let schemasDiffer: Int32 = 3
 }
 
 // A closed pipe (`strata migrate | head -1`) must not kill a run between steps: writes fail with EPIPE instead,

@@ -54,6 +54,26 @@ final class ReadmeExampleTests: XCTestCase {
         XCTAssertEqual(run.output, #"["Go", "Done"] ["-", "Ada"] 0"# + "\n")
     }
 
+    func testTheSchemaDifferenceExampleListsWhatTheRolledBackMigrationWouldChange() throws {
+        let examples = try ReadmeExamples()
+        let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("struct Rehearsed: Error") },
+                                  "README.md no longer holds the schema difference example")
+        if let output = try examples.build([block])[block.target] {
+            return XCTFail("\(block) does not compile as written:\n\(output)")
+        }
+        let run = try examples.run(block, test: self)
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(run.output, """
+            added column books subtitle subtitle TEXT NOT NULL DEFAULT ''
+            dropped index books books_author create index books_author on books (author_id)
+            true
+            true ["authors", "books", "loans", "members"]
+
+            """)
+        let db = try Database(path: run.directory.appendingPathComponent("library.sqlite").path)
+        XCTAssertFalse(try db.columnExists("subtitle", in: "books"), "the example's transaction was rolled back")
+    }
+
     func testTheCodeStepExampleBackfillsSlugsOnceAfterItsFile() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains(#"migrator.register("backfill_slugs")"#) },

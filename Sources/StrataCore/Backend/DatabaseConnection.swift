@@ -45,6 +45,9 @@ public protocol DatabaseConnection: AnyObject {
     /// Whether a column has a foreign key constraint of its own, and whether an index (or the primary key) starts
     /// with it: what makes loading a relationship by that column cheap and sound.
     func links(of column: String, in table: String) throws -> ColumnLinks
+    /// The user schema as a value (`SchemaSnapshot`), read in one consistent look, without Strata's history table
+    /// and the database's internal objects; inside a transaction, as that transaction sees it.
+    func schemaSnapshot() throws -> SchemaSnapshot
 }
 
 /// How a column is tied to other rows (`DatabaseConnection.links(of:in:)`).
