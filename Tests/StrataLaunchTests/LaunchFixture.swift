@@ -90,8 +90,13 @@ struct FileSnapshot: Equatable, CustomStringConvertible {
             let path = name.isEmpty ? directory.path : directory.appendingPathComponent(name).path
             var info = stat()
             guard lstat(path, &info) == 0 else { throw CocoaError(.fileReadUnknown, userInfo: [NSFilePathErrorKey: path]) }
+            #if canImport(Darwin)
+            let (modified, changed) = (info.st_mtimespec, info.st_ctimespec)
+            #else
+            let (modified, changed) = (info.st_mtim, info.st_ctim)
+            #endif
             entries[name] = "mode \(String(info.st_mode, radix: 8)) size \(info.st_size) inode \(info.st_ino) "
-                + "mtime \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) ctime \(info.st_ctim.tv_sec).\(info.st_ctim.tv_nsec)"
+                + "mtime \(modified.tv_sec).\(modified.tv_nsec) ctime \(changed.tv_sec).\(changed.tv_nsec)"
         }
         self.entries = entries
     }
