@@ -75,6 +75,13 @@ let package = Package(
             name: "StrataTests",
             dependencies: ["Strata", "StrataCore", "StrataSQLite", "StrataPostgres", "CSQLite", "CLibPQ"]
         ),
+        // An app's view of the library: its manifest, SQL and CSV files are resources of this target, read through
+        // `Bundle.module`, as a program that migrates its database at launch ships them.
+        .testTarget(
+            name: "StrataLaunchTests",
+            dependencies: ["Strata"],
+            resources: [.copy("Resources/manifests"), .copy("Resources/sql"), .copy("Resources/csv")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

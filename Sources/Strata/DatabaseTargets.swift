@@ -31,7 +31,9 @@ public enum DatabaseTargets {
         try target(location: location, source: source, historySchema: nil)
     }
 
-    private static func target(location: String, source: String, historySchema: String?) throws -> any DatabaseTarget {
+    /// `target(location:source:)`, the history kept in `historySchema` on PostgreSQL (the manifest's `<database schema>`
+    /// holds when another database replaces its own).
+    static func target(location: String, source: String, historySchema: String?) throws -> any DatabaseTarget {
         if PostgresURL.isURI(location) { return PostgresTarget(url: location, historySchema: historySchema) }
         if DatabaseURL.isKeywordValue(location) {
             if let problem = PostgresURL.problem(with: location) {

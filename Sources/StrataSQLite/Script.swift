@@ -13,7 +13,8 @@ extension Database {
     /// `BEGIN … END;`, and strings or identifiers containing `;` need no care. The whole text is consumed or the
     /// call throws: a NUL byte, or text ending inside a string, quoted identifier or `/* comment`, is an error
     /// naming its line and column rather than a silent end. A failing statement throws a `DatabaseError` carrying
-    /// the 1-based line and column where that statement starts.
+    /// the 1-based line and column where that statement starts. A statement outside a transaction that SQLite
+    /// refuses as busy is run again until the busy timeout has passed (see `runScriptStatement`).
     ///
     /// - Parameter beforeEach: called with each compiled statement before it runs; throwing stops the script.
     public func executeScript(_ text: String, beforeEach: ((Statement) throws -> Void)? = nil) throws {
@@ -209,18 +210,37 @@ extension Database {
 
     /// Runs one statement of a script to completion, its rows handed to `onRow`; its error carries the statement's
     /// position. False when `onRow` stopped the script.
+    ///
+    /// A statement that runs outside any transaction and fails with `SQLITE_BUSY` before its first row did nothing,
+    /// and SQLite's documentation says it may be run again. SQLite gives up at once, without waiting the busy
+    /// timeout, where waiting could deadlock: `PRAGMA journal_mode = WAL` while another connection holds the write
+    /// lock (a second runner checking history, the app writing) fails on the spot. Such a statement is run again
+    /// until the busy timeout has passed since its first attempt; inside a transaction a busy statement is never
+    /// repeated (SQLite may have rolled that transaction back).
     private func runScriptStatement(_ statement: Statement, at position: TextPosition,
                                     _ beforeEach: ((Statement) throws -> Void)?,
                                     _ onRow: ((Row) throws -> ScriptRowAction)?) throws -> Bool {
+        let outsideTransaction = sqlite3_get_autocommit(handle) != 0
+        let deadline = ContinuousClock.now + configuration.busyTimeout
+        var returnedRow = false
         do {
             try beforeEach?(statement)
-            while try statement.step() {
-                if let onRow, try onRow(statement.currentRow()) == .stop {
-                    statement.reset()
-                    return false
+            while true {
+                do {
+                    while try statement.step() {
+                        returnedRow = true
+                        if let onRow, try onRow(statement.currentRow()) == .stop {
+                            statement.reset()
+                            return false
+                        }
+                    }
+                    return true
+                } catch let error as DatabaseError
+                            where error.resultCode == SQLITE_BUSY && outsideTransaction && !returnedRow
+                                && sqlite3_get_autocommit(handle) != 0 && ContinuousClock.now < deadline {
+                    sleepBlocking(for: .milliseconds(10))
                 }
             }
-            return true
         } catch let error as DatabaseError {
             throw error.at(line: position.line, column: position.column)
         }

@@ -90,6 +90,34 @@ final class ReadmeExampleTests: XCTestCase {
         XCTAssertEqual(try db.scalar("SELECT checksum FROM strata_history WHERE identity = 'code:backfill_slugs'", as: String.self), "1")
     }
 
+    /// The launch example is an app that bundles the example project's files: its first run migrates a database
+    /// of its own in the user data directory, the second finds it up to date, and its bundle is left as built.
+    func testTheLaunchExampleMigratesItsOwnDatabaseOnceFromItsBundle() throws {
+        let examples = try ReadmeExamples()
+        let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("Strata.migrate(manifest:") },
+                                  "README.md no longer holds the launch example")
+        XCTAssertTrue(block.bundlesResources)
+        if let output = try examples.build([block])[block.target] {
+            return XCTFail("\(block) does not compile as written:\n\(output)")
+        }
+        let bundle = examples.resourceBundle(of: block)
+        let bundled = try FileManager.default.contentsOfDirectory(atPath: bundle.path).sorted()
+        XCTAssertEqual(bundled, ["csv", "manifests", "sql"])
+        let first = try examples.run(block, test: self)
+        XCTAssertEqual(first.status, 0, first.output)
+        XCTAssertEqual(first.output, "applied 7 steps\n")
+        let second = try examples.run(block, test: self, again: first)
+        XCTAssertEqual(second.status, 0, second.output)
+        XCTAssertEqual(second.output, "up to date\n")
+
+        let database = first.directory.appendingPathComponent(".local/share/Lending/library.sqlite").path
+        let db = try Database(path: database)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM books", as: Int.self), 5)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 7)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: bundle.path).sorted(), bundled,
+                       "the run wrote into its bundle (the manifest's own <database path=\"../library.sqlite\"> is there)")
+    }
+
     /// The same program, unchanged, given a PostgreSQL database: it migrates it with the example's PostgreSQL
     /// files, then reads, saves and counts as on SQLite.
     func testTheModelExampleRunsUnchangedOnPostgreSQL() throws {
@@ -116,6 +144,10 @@ struct ReadmeBlock: CustomStringConvertible {
     let code: String
     /// The executable target the block becomes.
     let target: String
+
+    /// A block that reads its files through `Bundle.module` is an app that ships them: its target bundles copies of
+    /// `manifests/`, `sql/` and `csv/` as resources.
+    var bundlesResources: Bool { code.contains("Bundle.module") }
 
     /// Names the block by its place and first line, and by its first line of code when that is an import.
     var description: String {
@@ -214,7 +246,16 @@ struct ReadmeExamples {
             try FileManager.default.removeItem(at: sources.appendingPathComponent(stale))
         }
         for block in blocks {
-            try writeIfChanged(block.code, to: sources.appendingPathComponent("\(block.target)/main.swift"))
+            let target = sources.appendingPathComponent(block.target, isDirectory: true)
+            try writeIfChanged(block.code, to: target.appendingPathComponent("main.swift"))
+            for folder in Self.bundledFolders {
+                let copy = target.appendingPathComponent(folder, isDirectory: true)
+                if block.bundlesResources {
+                    try mirror(root.appendingPathComponent(folder, isDirectory: true), to: copy)
+                } else if FileManager.default.fileExists(atPath: copy.path) {
+                    try FileManager.default.removeItem(at: copy)
+                }
+            }
         }
         try writeIfChanged(manifest(), to: packageDirectory.appendingPathComponent("Package.swift"))
     }
@@ -226,10 +267,12 @@ struct ReadmeExamples {
             "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
         let targets = blocks.map { block in
-            """
+            let resources = Self.bundledFolders.map { ".copy(\(literal($0)))" }.joined(separator: ", ")
+            return """
                     .executableTarget(name: \(literal(block.target)),
                                       dependencies: [.product(name: "Strata",
                                                                 package: \(literal(root.lastPathComponent)))],
+                                      resources: [\(block.bundlesResources ? resources : "")],
                                       swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]),
             """
         }
@@ -250,37 +293,78 @@ struct ReadmeExamples {
             """
     }
 
+    /// The folders a block that bundles resources ships, as the example project holds them.
+    static let bundledFolders = ["manifests", "sql", "csv"]
+
     private func writeIfChanged(_ text: String, to url: URL) throws {
-        if let existing = try? Data(contentsOf: url), existing == Data(text.utf8) { return }
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: url, options: .atomic)   // a build started by another test process reads it whole
+        try writeIfChanged(Data(text.utf8), to: url)
     }
 
-    /// Runs a built block in a fresh copy of the example project whose database is migrated.
-    func run(_ block: ReadmeBlock, test: XCTestCase, arguments: [String] = []) throws -> ProgramRun {
-        let directory = try makeTemporaryDirectory(test)
-        for folder in ["manifests", "sql", "csv"] {
-            try FileManager.default.copyItem(at: root.appendingPathComponent(folder),
-                                             to: directory.appendingPathComponent(folder))
+    private func writeIfChanged(_ data: Data, to url: URL) throws {
+        if let existing = try? Data(contentsOf: url), existing == data { return }
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url, options: .atomic)   // a build started by another test process reads it whole
+    }
+
+    /// Makes `destination` hold exactly the files of `source`, writing only those that differ, so the build stays
+    /// incremental.
+    private func mirror(_ source: URL, to destination: URL) throws {
+        let files = Set((FileManager.default.enumerator(atPath: source.path)?.allObjects as? [String] ?? []).filter { name in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: source.appendingPathComponent(name).path, isDirectory: &isDirectory)
+                && !isDirectory.boolValue
+        })
+        for name in files {
+            try writeIfChanged(try Data(contentsOf: source.appendingPathComponent(name)), to: destination.appendingPathComponent(name))
         }
-        let migrate = try runStrata(["migrate", "--manifest", "manifests/example.xml"], in: directory)
-        guard migrate.status == 0 else {
-            throw ReadmeError("strata migrate failed in the example project:\n\(migrate.stdout)\(migrate.stderr)")
+        for name in FileManager.default.enumerator(atPath: destination.path)?.allObjects as? [String] ?? [] {
+            let path = destination.appendingPathComponent(name).path
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue, !files.contains(name) {
+                try FileManager.default.removeItem(atPath: path)
+            }
+        }
+    }
+
+    /// Runs a built block in a fresh copy of the example project whose database is migrated, or again in the
+    /// directory of an earlier run (`again`). The program's user data directory (FileManager's
+    /// `.applicationSupportDirectory`, `$XDG_DATA_HOME` on Linux) is `.local/share` inside that directory.
+    func run(_ block: ReadmeBlock, test: XCTestCase, arguments: [String] = [], again earlier: ProgramRun? = nil) throws -> ProgramRun {
+        let directory: URL
+        if let earlier {
+            directory = earlier.directory
+        } else {
+            directory = try makeTemporaryDirectory(test)
+            for folder in ["manifests", "sql", "csv"] {
+                try FileManager.default.copyItem(at: root.appendingPathComponent(folder),
+                                                 to: directory.appendingPathComponent(folder))
+            }
+            let migrate = try runStrata(["migrate", "--manifest", "manifests/example.xml"], in: directory)
+            guard migrate.status == 0 else {
+                throw ReadmeError("strata migrate failed in the example project:\n\(migrate.stdout)\(migrate.stderr)")
+            }
         }
         let program = packageDirectory.appendingPathComponent(".build/debug/\(block.target)")
-        return try runProcess([program.path] + arguments, in: directory, stoppedAfter: 600)
+        return try runProcess([program.path] + arguments, in: directory, stoppedAfter: 600,
+                              environment: ["XDG_DATA_HOME": directory.appendingPathComponent(".local/share").path])
+    }
+
+    /// The resource bundle SwiftPM builds for a block that bundles resources.
+    func resourceBundle(of block: ReadmeBlock) -> URL {
+        packageDirectory.appendingPathComponent(".build/debug/readme-examples_\(block.target).resources", isDirectory: true)
     }
 
     /// Runs a command with stdout and stderr in one pipe. With `stoppedAfter`, a program still running after that
     /// many seconds is killed: a guard against a hang, set far beyond the time the program needs.
-    private func runProcess(_ arguments: [String], in directory: URL,
-                            stoppedAfter seconds: Double? = nil) throws -> ProgramRun {
+    private func runProcess(_ arguments: [String], in directory: URL, stoppedAfter seconds: Double? = nil,
+                            environment: [String: String] = [:]) throws -> ProgramRun {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.currentDirectoryURL = directory
         // A program that dies of an uncaught error shows the error, not a backtrace of every register.
         process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
+            .merging(environment) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

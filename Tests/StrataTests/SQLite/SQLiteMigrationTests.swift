@@ -507,10 +507,12 @@ final class SQLiteMigrationTests: XCTestCase {
 
     /// Runs the none-file project whose file calls `grab_lock()`: that hands the write lock to another connection,
     /// so the next statement meets SQLITE_BUSY. The busy handler gives up at once `refusals` times, then lets the
-    /// other connection go, so what happens next is decided by a count, not by a clock.
+    /// other connection go, so what happens next is decided by a count, not by a clock. The connection's busy
+    /// timeout is zero, so each give-up stands for one past the timeout (a busy statement given up on sooner is run
+    /// again, as SQLite's no-wait refusals are).
     private func migrateWithLockTakenMidFile(refusals: Int) throws -> (Project, Migrator, MigrationReport, Int) {
         let project = try noneProject("INSERT INTO a VALUES (1);\nSELECT grab_lock();\nINSERT INTO a VALUES (2);\n")
-        let migrator = try project.migrator()
+        let migrator = try project.migrator(timeout: .zero)
         let other = try project.database()
         try migrator.sqlite.createFunction("grab_lock", argumentCount: 0, deterministic: false) { _ in
             try other.execute("BEGIN IMMEDIATE")

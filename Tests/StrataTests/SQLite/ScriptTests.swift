@@ -12,6 +12,62 @@ final class ScriptTests: XCTestCase {
         return path
     }
 
+    /// SQLite refuses `PRAGMA journal_mode = WAL` at once, without waiting the busy timeout, while another
+    /// connection holds the write lock; the script runs it again until that lock is gone. The other connection lets
+    /// go only after the pragma's first attempt has failed (seen by the trace hook), so without the retry the
+    /// script fails every time.
+    func testABusyStatementOutsideATransactionRunsAgainOnceTheLockIsFree() throws {
+        let path = try makeTemporaryDirectory(self).appendingPathComponent("busy.sqlite").path
+        let runner = try Database(path: path, configuration: Database.Configuration(busyTimeout: .seconds(60)))
+        try runner.execute("CREATE TABLE t (x)")
+        let held = DispatchSemaphore(value: 0)
+        let attempted = DispatchSemaphore(value: 0)
+        let released = DispatchSemaphore(value: 0)
+        let holderError = Locked<String?>(nil)
+        Thread.detachNewThread {
+            do {
+                let holder = try Database(path: path)
+                try holder.execute("BEGIN IMMEDIATE")
+                held.signal()
+                _ = attempted.wait(timeout: .now() + 60)
+                try holder.execute("COMMIT")
+            } catch {
+                holderError.set("\(error)")
+                held.signal()
+            }
+            released.signal()
+        }
+        XCTAssertEqual(held.wait(timeout: .now() + 60), .success)
+        runner.trace { event in if event.sql.hasPrefix("PRAGMA journal_mode") { attempted.signal() } }
+        XCTAssertNoThrow(try runner.executeScript("PRAGMA journal_mode = WAL;"))
+        runner.trace(nil)
+        attempted.signal()   // the holder lets go in any case, so the test ends
+        XCTAssertEqual(released.wait(timeout: .now() + 60), .success)
+        XCTAssertNil(holderError.get())
+        XCTAssertEqual(try runner.scalar("PRAGMA journal_mode", as: String.self), "wal")
+    }
+
+    /// Inside a transaction a busy statement is not repeated: SQLite may have rolled the transaction back.
+    func testABusyStatementInsideATransactionFailsAtOnce() throws {
+        let path = try makeTemporaryDirectory(self).appendingPathComponent("busy.sqlite").path
+        let runner = try Database(path: path, configuration: Database.Configuration(busyTimeout: .seconds(2)))
+        try runner.execute("CREATE TABLE t (x)")
+        let holder = try Database(path: path)
+        try holder.execute("BEGIN IMMEDIATE")
+        defer { try? holder.execute("COMMIT") }
+        let inserts = Locked(0)
+        runner.trace { event in if event.sql.hasPrefix("INSERT") { inserts.update { $0 += 1 } } }
+        // The INSERT wants the write lock while its transaction reads: SQLite refuses it at once (deadlock).
+        let error = assertThrows(DatabaseError.self) {
+            try runner.executeScript("BEGIN;\nSELECT count(*) FROM t;\nINSERT INTO t VALUES (1);\nCOMMIT;")
+        }
+        runner.trace(nil)
+        XCTAssertEqual(error?.kind, .busy)
+        XCTAssertEqual(error?.line, 3)
+        XCTAssertEqual(inserts.get(), 1, "the INSERT was run again inside its transaction")
+        _ = try? runner.execute("ROLLBACK")
+    }
+
     func testANULByteIsAnErrorNamingItsPlaceNotASilentEnd() throws {
         let text = Array("CREATE TABLE a (x);\n  \0INSERT INTO a VALUES (1);\n".utf8)
         let db = try Database()

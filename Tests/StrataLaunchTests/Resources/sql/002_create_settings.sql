@@ -1,0 +1,4 @@
+CREATE TABLE settings (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
