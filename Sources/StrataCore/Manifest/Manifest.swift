@@ -413,16 +413,20 @@ public struct ModelMapping: Sendable, Equatable {
     public let primaryKey: [String]
     /// Property name to column name.
     public let columns: [String: String]
+    /// Properties whose dates are stored otherwise than the database's `dateStorage`, by property name.
+    public let dateStorage: [String: DateStorage]
     /// Properties that hold other models' rows (`<hasMany>`, `<belongsTo>`).
     public let relationships: [Relationship]
     public let location: SourceLocation?
 
     public init(typeName: String, table: String? = nil, primaryKey: [String] = [], columns: [String: String] = [:],
-                relationships: [Relationship] = [], location: SourceLocation? = nil) {
+                dateStorage: [String: DateStorage] = [:], relationships: [Relationship] = [],
+                location: SourceLocation? = nil) {
         self.typeName = typeName
         self.table = table
         self.primaryKey = primaryKey
         self.columns = columns
+        self.dateStorage = dateStorage
         self.relationships = relationships
         self.location = location
     }

@@ -359,13 +359,27 @@ struct ManifestLoader {
             if primaryKey.isEmpty { problem(element, "primaryKey is empty; name one or more columns, separated by commas") }
         }
         var columns: [String: String] = [:]
+        var dateStorage: [String: DateStorage] = [:]
+        var properties: Set<String> = []
         for child in element.children where child.name == "property" {
-            guard let name = child.attribute("name"), let column = child.attribute("column") else { continue }
-            if columns[name] != nil {
+            guard let name = child.attribute("name") else { continue }
+            guard properties.insert(name).inserted else {
                 problem(child, "property '\(name)' of \(type) is mapped twice")
                 continue
             }
-            columns[name] = column
+            let column = child.attribute("column")
+            let storage = child.attribute("dateStorage")
+            if column == nil && storage == nil {
+                problem(child, "property '\(name)' of \(type) says nothing: give it a column, a dateStorage, or both")
+            }
+            if let column { columns[name] = column }
+            if let storage {
+                if let parsed = DateStorage(manifestName: storage) {
+                    dateStorage[name] = parsed
+                } else {
+                    problem(child, "dateStorage=\"\(storage)\" is not one of iso8601Text, unixSeconds, julianDay")
+                }
+            }
         }
         let mappedColumns = columns.values.map(\.sqliteFolded)
         if Set(mappedColumns).count != mappedColumns.count {
@@ -383,8 +397,12 @@ struct ManifestLoader {
                 relationships.append(relationship)
             }
         }
+        for name in dateStorage.keys where relationships.contains(where: { $0.property == name }) {
+            problem(element, "property '\(name)' of \(type) is a relationship; a dateStorage applies to a Date property")
+        }
         models.append(ModelMapping(typeName: type, table: element.attribute("table"), primaryKey: primaryKey,
-                                   columns: columns, relationships: relationships, location: element.location))
+                                   columns: columns, dateStorage: dateStorage, relationships: relationships,
+                                   location: element.location))
     }
 
     /// A `<hasMany>` or `<belongsTo>`: which model, through which column; `orderBy` and `onRemove` only on `hasMany`.

@@ -131,7 +131,16 @@ enum ManifestSchema {
                         <xs:element name="property">
                           <xs:complexType>
                             <xs:attribute name="name" type="nonEmpty" use="required"/>
-                            <xs:attribute name="column" type="nonEmpty" use="required"/>
+                            <xs:attribute name="column" type="nonEmpty"/>
+                            <xs:attribute name="dateStorage">
+                              <xs:simpleType>
+                                <xs:restriction base="xs:string">
+                                  <xs:enumeration value="iso8601Text"/>
+                                  <xs:enumeration value="unixSeconds"/>
+                                  <xs:enumeration value="julianDay"/>
+                                </xs:restriction>
+                              </xs:simpleType>
+                            </xs:attribute>
                           </xs:complexType>
                         </xs:element>
                         <xs:element name="hasMany">

@@ -94,7 +94,8 @@ extension ModelStore {
             }
             var related: [(property: String, value: Any?)] = []
             let row = try MirrorEncoding.encode(value, typeName: layout.typeName, datePrecision: database.dialect.datePrecision,
-                                                dateStorage: database.dialect.dateStorage, relationships: relationships,
+                                                dateStorage: database.dialect.dateStorage,
+                                                dateStorageByProperty: layout.mapping?.dateStorage ?? [:], relationships: relationships,
                                                 related: &related)
             return (row, related)
         }

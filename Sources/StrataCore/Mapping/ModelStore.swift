@@ -361,6 +361,7 @@ public final class ModelStore {
                                                   typeName: layout.typeName, properties: row.properties,
                                                   datePrecision: database.dialect.datePrecision,
                                                   dateStorage: database.dialect.dateStorage)
+                        binding?.fallback.dateStorageByProperty = mappings[layout.typeName]?.dateStorage ?? [:]
                     }
                     try binding?.bind(value)
                     try binding?.statement.run()
@@ -401,14 +402,19 @@ public final class ModelStore {
 
     /// The encoder of a type's rows, writing dates as finely as the database keeps them.
     func rowEncoding(_ typeName: String) -> RowEncoding {
-        RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision,
-                    dateStorage: database.dialect.dateStorage)
+        let encoding = RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision,
+                                   dateStorage: database.dialect.dateStorage)
+        encoding.dateStorageByProperty = mappings[typeName]?.dateStorage ?? [:]
+        return encoding
     }
 
     /// The row of a value that is not `Encodable`, read with `Mirror`.
     private func mirrorRow(_ value: Any, typeName: String) throws -> EncodedRow {
-        try MirrorEncoding.encode(value, typeName: typeName, datePrecision: database.dialect.datePrecision,
-                                  dateStorage: database.dialect.dateStorage)
+        var related: [(property: String, value: Any?)] = []
+        return try MirrorEncoding.encode(value, typeName: typeName, datePrecision: database.dialect.datePrecision,
+                                         dateStorage: database.dialect.dateStorage,
+                                         dateStorageByProperty: mappings[typeName]?.dateStorage ?? [:],
+                                         relationships: [], related: &related)
     }
 
     private func encode<T: Encodable>(_ value: T) throws -> EncodedRow {

@@ -149,4 +149,73 @@ final class DateStorageTests: XCTestCase {
             XCTAssertEqual(try db.scalar("SELECT at FROM t", as: Date.self), date, "\(storage)")
         }
     }
+
+    // MARK: Per column
+
+    struct Stamp: Codable, Equatable { var id: Int; var at: Date; var seen: Date?; var logged: Date }
+    final class PlainStamp {
+        let id: Int, at: Date, seen: Date?, logged: Date
+        init(id: Int, at: Date, seen: Date?, logged: Date) { (self.id, self.at, self.seen, self.logged) = (id, at, seen, logged) }
+    }
+
+    /// `<property dateStorage>` overrides the database's storage for one column, on every write path of the mapper,
+    /// and reads that column's numbers the same way.
+    func testAPropertysDateStorageOverridesTheDatabasesForItsColumn() throws {
+        let manifest = try Manifest.load(xml: """
+            <manifest version="1"><database path="x.sqlite"/><models>
+              <model type="Stamp" table="stamp">
+                <property name="at" dateStorage="unixSeconds"/>
+                <property name="seen" column="seen_jd" dateStorage="julianDay"/>
+              </model>
+              <model type="PlainStamp" table="stamp">
+                <property name="at" dateStorage="unixSeconds"/>
+                <property name="seen" column="seen_jd" dateStorage="julianDay"/>
+              </model>
+            </models></manifest>
+            """, directory: NSTemporaryDirectory())
+        XCTAssertEqual(manifest.models.first?.dateStorage, ["at": .unixSeconds, "seen": .julianDay])
+        let db = try Database() // the database stores dates as ISO-8601 text
+        try db.executeScript("CREATE TABLE stamp (id INTEGER PRIMARY KEY, at NOT NULL, seen_jd, logged NOT NULL);")
+        let store = ModelStore(database: db, manifest: manifest)
+        let stamp = Stamp(id: 1, at: date, seen: date, logged: date)
+        try store.insert(stamp)
+        try store.insert(contentsOf: [Stamp(id: 2, at: date, seen: date, logged: date)])
+        try store.save(Stamp(id: 3, at: date, seen: date, logged: date))
+        try store.insert(PlainStamp(id: 4, at: date, seen: date, logged: date))
+        let julian = try XCTUnwrap(db.scalar("SELECT julianday('2023-11-14T22:13:20.123Z')", as: Double.self))
+        for row in try db.query("SELECT at, seen_jd, logged FROM stamp ORDER BY id").all() {
+            XCTAssertEqual(row[0], .real(1_700_000_000.123))
+            guard case .real(let day) = row[1] else { return XCTFail("\(row[1]) is not a REAL") }
+            XCTAssertEqual(day, julian, accuracy: 1e-9)
+            XCTAssertEqual(row[2], .text("2023-11-14T22:13:20.123Z"), "a column without its own setting follows the database")
+        }
+        let read = try store.fetchAll(Stamp.self, where: "1 = 1 ORDER BY id", .none)
+        XCTAssertEqual(read.count, 4)
+        for stamp in read {
+            XCTAssertEqual(stamp.at, date)
+            XCTAssertEqual(try XCTUnwrap(stamp.seen).timeIntervalSince1970, date.timeIntervalSince1970, accuracy: 0.000_5)
+            XCTAssertEqual(stamp.logged, date)
+        }
+        // Read without the setting, the unix seconds would be taken as unix seconds too, but a Julian day number
+        // would be a date in 1970: the setting is what reads it right.
+        let unmapped = try ModelStore(database: db).fetchAll(Stamp.self, sql: "SELECT id, at, seen_jd AS seen, logged FROM stamp", .none)
+        XCTAssertNotEqual(unmapped.first?.seen, read.first?.seen)
+        // A number that is no date in the column's storage is an error naming the column and its storage's range.
+        try db.execute("UPDATE stamp SET seen_jd = -5 WHERE id = 1", .none)
+        XCTAssertThrowsError(try store.fetchAll(Stamp.self)) { error in
+            XCTAssertTrue("\(error)".contains("seen_jd"), "\(error)")
+            XCTAssertTrue("\(error)".contains("Julian day"), "\(error)")
+        }
+    }
+
+    func testTheManifestRefusesAnUnknownDateStorageAndAnEmptyProperty() throws {
+        for (property, expected) in [(#"<property name="at" dateStorage="epoch"/>"#, "epoch"),
+                                     (#"<property name="at"/>"#, "says nothing")] {
+            XCTAssertThrowsError(try Manifest.load(xml: """
+                <manifest version="1"><database path="x.sqlite"/><models><model type="Stamp">\(property)</model></models></manifest>
+                """, directory: NSTemporaryDirectory())) { error in
+                XCTAssertTrue("\(error)".contains(expected), "\(error)")
+            }
+        }
+    }
 }
