@@ -58,7 +58,7 @@ final class BindingEncoding {
     @inline(__always)
     func bindDate(_ date: Date, at parameter: Int32, property: String) throws {
         let storage = fallback.dateStorage(for: property)
-        guard storage == .iso8601Text else {
+        guard storage == .iso8601Text, date.isStorable else {
             return try statement.bind(storage.databaseValue(of: date, precision: fallback.datePrecision), at: parameter)
         }
         let precision = fallback.datePrecision

@@ -38,6 +38,7 @@ public enum DateStorage: Sendable, Equatable {
 
     /// `date` as this storage keeps it; ISO-8601 text is rounded to `precision`.
     public func databaseValue(of date: Date, precision: DatePrecision) -> DatabaseValue {
+        guard date.isStorable else { return Date.unstorableValue }
         switch self {
         case .iso8601Text:
             return date.databaseValue(precision: precision)

@@ -218,4 +218,40 @@ final class DateStorageTests: XCTestCase {
             }
         }
     }
+
+    // MARK: Dates with no stored form
+
+    /// A NaN or infinite `Date`, and a NaN `Double`, are refused on every write path and storage: SQLite would
+    /// store NULL for NaN, and ISO-8601 text would have been 1970-01-01 (or a clamped date) in silence.
+    func testANaNOrInfiniteDateAndANaNDoubleAreRefusedNotStored() throws {
+        struct Reading: Codable { var id: Int; var at: Date; var value: Double }
+        final class PlainReading { let id: Int, at: Date, value: Double; init(id: Int, at: Date, value: Double) { (self.id, self.at, self.value) = (id, at, value) } }
+        for storage in [DateStorage.iso8601Text, .unixSeconds, .julianDay] {
+            let db = try Database(configuration: .init(dateStorage: storage))
+            try db.executeScript("CREATE TABLE reading (id INTEGER PRIMARY KEY, at, value);")
+            let store = ModelStore(database: db)
+            for bad in [Date(timeIntervalSince1970: .nan), Date(timeIntervalSince1970: .infinity), Date(timeIntervalSince1970: -.infinity)] {
+                let writes: [(String, () throws -> Void)] = [
+                    ("fragment", { try db.execute("INSERT INTO reading VALUES (1, \(bad), 0)") }),
+                    ("argument", { try db.execute("INSERT INTO reading VALUES (?, ?, 0)", [1, bad]) }),
+                    ("insert", { try store.insert(Reading(id: 1, at: bad, value: 0)) }),
+                    ("batch", { try store.insert(contentsOf: [Reading(id: 1, at: bad, value: 0)]) }),
+                    ("save", { try store.save(Reading(id: 1, at: bad, value: 0)) }),
+                    ("mirror", { try store.insert(PlainReading(id: 1, at: bad, value: 0)) }),
+                ]
+                for (path, write) in writes {
+                    XCTAssertThrowsError(try write(), "\(storage) \(path) \(bad.timeIntervalSince1970)") { error in
+                        XCTAssertTrue("\(error)".contains("NaN"), "\(error)")
+                    }
+                    XCTAssertEqual(try db.scalar("SELECT count(*) FROM reading", as: Int.self), 0, "\(storage) \(path)")
+                }
+            }
+            XCTAssertThrowsError(try db.execute("INSERT INTO reading VALUES (1, NULL, ?)", [Double.nan]))
+            XCTAssertThrowsError(try store.insert(contentsOf: [Reading(id: 1, at: date, value: .nan)]))
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM reading", as: Int.self), 0)
+            // Infinity is a REAL SQLite keeps, as a Double; only as a Date is it refused.
+            try db.execute("INSERT INTO reading VALUES (1, NULL, ?)", [Double.infinity])
+            XCTAssertEqual(try db.scalar("SELECT value FROM reading", as: Double.self), .infinity)
+        }
+    }
 }
