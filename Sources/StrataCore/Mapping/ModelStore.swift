@@ -329,10 +329,21 @@ public final class ModelStore {
         guard layout.primaryKey.count == 1 else {
             throw MappingError(typeName: layout.typeName, message: "deleting what a \(layout.typeName) owns needs a one-column primary key")
         }
+        // The condition is evaluated once, into keys: run again after the owned rows are gone, a condition that
+        // reads them (dialogs holding spam) would match other rows, or none.
+        try requireUniqueKey(layout)
+        let key = quoteIdentifier(layout.primaryKey[0])
         return try database.withSavepoint {
-            try deleteOwned(layout, keys: "SELECT \(quoteIdentifier(layout.primaryKey[0])) FROM \(table)\(filter)", arguments)
-            try database.execute("DELETE FROM \(table)\(filter)", arguments)
-            return database.changes
+            let keys = try database.rows("SELECT \(key) FROM \(table)\(filter)", arguments).map { $0[0] }
+            var deleted = 0
+            for start in stride(from: 0, to: keys.count, by: GraphReading.keysPerQuery) {
+                let chunk = Array(keys[start..<min(start + GraphReading.keysPerQuery, keys.count)])
+                let list = chunk.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ")
+                try deleteOwned(layout, keys: list, .positional(chunk))
+                try database.execute("DELETE FROM \(table) WHERE \(key) IN (\(list))", .positional(chunk))
+                deleted += database.changes
+            }
+            return deleted
         }
     }
 
@@ -405,6 +416,9 @@ public final class ModelStore {
         let encoding = RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision,
                                    dateStorage: database.dialect.dateStorage)
         encoding.dateStorageByProperty = mappings[typeName]?.dateStorage ?? [:]
+        // Relationship properties are never columns: a graph write takes them from `related`, other writes
+        // (a delete by the value's key) leave them out.
+        encoding.relationships = Set(mappings[typeName]?.relationships.map(\.property) ?? [])
         return encoding
     }
 
@@ -414,7 +428,8 @@ public final class ModelStore {
         return try MirrorEncoding.encode(value, typeName: typeName, datePrecision: database.dialect.datePrecision,
                                          dateStorage: database.dialect.dateStorage,
                                          dateStorageByProperty: mappings[typeName]?.dateStorage ?? [:],
-                                         relationships: [], related: &related)
+                                         relationships: Set(mappings[typeName]?.relationships.map(\.property) ?? []),
+                                         related: &related)
     }
 
     private func encode<T: Encodable>(_ value: T) throws -> EncodedRow {

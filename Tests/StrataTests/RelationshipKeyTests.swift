@@ -4,9 +4,10 @@ import Strata
 @testable import StrataSQLite
 import XCTest
 
-/// Hostile review 7: relationships (`<hasMany>`, `<belongsTo>`) and `Strata.migrate(manifest:database:)`.
-/// Each test reproduces one finding of FINDINGS.md and fails while the finding stands.
-final class HostileReview7Tests: XCTestCase {
+/// Relationships where keys compare loosely or conflict (found by hostile review 7): collations, canonically equivalent
+/// text, affinity, keys SQLite does not generate, one child in two arrays, conditions that read owned rows, the
+/// Mirror path, PostgreSQL timestamptz keys. Each test failed before its fix.
+final class RelationshipKeyTests: XCTestCase {
     struct Message: Codable, Equatable { var id: Int64?; var text: String }
     struct Dialog: Codable, Equatable { var id: Int64?; var title: String; var messages: [Message] }
 
@@ -68,14 +69,19 @@ final class HostileReview7Tests: XCTestCase {
         """
 
     /// The children "no longer in the array" are looked up with `dialog_code = ?`, which compares with the column's
-    /// collation: saving dialog 'A' deletes dialog 'a''s messages. `check` approves the schema.
+    /// collation: saving dialog 'A' deleted dialog 'a''s messages, and `check` approved the schema. Now `check`
+    /// reports the collation, and a save that would remove rows by it is refused, changing nothing.
     func testSavingAParentDeletesTheChildrenOfAParentWhoseKeyDiffersOnlyInCase() throws {
         let store = try self.store(Self.nocaseSchema, models: Self.nocaseModels)
-        XCTAssertEqual(try store.check(CodedDialog.self), [])
-        try store.save(CodedDialog(code: "a", title: "lower", messages: [Message(id: nil, text: "of a")]))
-        try store.save(CodedDialog(code: "A", title: "upper", messages: [Message(id: nil, text: "of A")]))
+        XCTAssertTrue(try store.check(CodedDialog.self).contains { $0.message.contains("collation that folds case") })
+        try store.database.execute("INSERT INTO dialogs VALUES ('a', 'lower')", .none)
+        try store.database.execute("INSERT INTO messages (dialog_code, text) VALUES ('a', 'of a')", .none)
+        XCTAssertThrowsError(try store.save(CodedDialog(code: "A", title: "upper", messages: [Message(id: nil, text: "of A")]))) { error in
+            XCTAssertTrue("\(error)".contains("collation that folds case"), "\(error)")
+        }
         XCTAssertEqual(try count("SELECT count(*) FROM messages WHERE text = 'of a'", store), 1,
                        "saving dialog 'A' must not delete a message of dialog 'a'")
+        XCTAssertEqual(try count("SELECT count(*) FROM dialogs", store), 1, "the refused save wrote nothing")
     }
 
     /// `delete(v)` deletes owned rows with `dialog_code IN (?)`, again under the column's collation: deleting
@@ -86,9 +92,12 @@ final class HostileReview7Tests: XCTestCase {
             INSERT INTO dialogs VALUES ('a', 'lower'), ('A', 'upper');
             INSERT INTO messages (dialog_code, text) VALUES ('a', 'of a'), ('A', 'of A');
             """)
-        XCTAssertTrue(try store.delete(CodedDialog.self, key: "a"))
+        XCTAssertThrowsError(try store.delete(CodedDialog.self, key: "a")) { error in
+            XCTAssertTrue("\(error)".contains("collation that folds case"), "\(error)")
+        }
         XCTAssertEqual(try count("SELECT count(*) FROM messages WHERE text = 'of A'", store), 1,
                        "deleting dialog 'a' must not delete dialog 'A''s message")
+        XCTAssertEqual(try count("SELECT count(*) FROM dialogs", store), 2, "the refused delete deleted nothing")
     }
 
     /// Loading one of the two dialogs fails saying the column stores "another type" than the key: both are TEXT;
@@ -180,8 +189,8 @@ final class HostileReview7Tests: XCTestCase {
             CREATE TABLE messages (id INTEGER PRIMARY KEY, dialog_code INTEGER REFERENCES dialogs(code), text TEXT NOT NULL);
             """, models: Self.nocaseModels)
         try store.database.execute("PRAGMA foreign_keys = OFF", .none)
-        try store.save(CodedDialog(code: "1", title: "one", messages: [Message(id: nil, text: "of 1")]))
         do {
+            try store.save(CodedDialog(code: "1", title: "one", messages: [Message(id: nil, text: "of 1")]))
             try store.save(CodedDialog(code: "01", title: "zero one", messages: [Message(id: nil, text: "of 01")]))
         } catch {
             return   // refused, as fetch refuses: fine
