@@ -73,8 +73,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "StrataCore", "StrataSQLite", "StrataPostgres", "CSQLite", "CLibPQ"],
-            exclude: ["FINDINGS8.md"]
+            dependencies: ["Strata", "StrataCore", "StrataSQLite", "StrataPostgres", "CSQLite", "CLibPQ"]
         ),
         // An app's view of the library: its manifest, SQL and CSV files are resources of this target, read through
         // `Bundle.module`, as a program that migrates its database at launch ships them.

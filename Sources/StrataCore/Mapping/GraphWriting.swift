@@ -160,12 +160,12 @@ extension ModelStore {
             return row.values[index]
         }
         guard let generated, let info = layout.columns.named(column), info.affinity == .integer else { return nil }
-        // SQLite's last rowid is the key only where the key is the rowid: a column declared exactly INTEGER. A
-        // BIGINT PRIMARY KEY left NULL stays NULL, whatever rowid the row got. PostgreSQL returns the key itself.
-        if database.dialect.modelWrites.generatedKeys == .lastRowID && info.declaredType.uppercased() != "INTEGER" {
-            return nil
-        }
-        return .integer(generated)
+        guard database.dialect.modelWrites.generatedKeys == .lastRowID else { return .integer(generated) } // RETURNING
+        // SQLite's last rowid is the key only where the key is the rowid, which a declaration cannot tell for sure
+        // (`INTEGER PRIMARY KEY DESC` is not; a BIGINT key left NULL stays NULL): read the key the row got.
+        let key = try database.scalar("SELECT \(quoteIdentifier(column)) FROM \(quoteIdentifier(layout.table)) WHERE rowid = \(database.dialect.placeholder(1))",
+                                      .positional([.integer(generated)]), as: Int64.self)
+        return key.map { .integer($0) }
     }
 
     /// Saves a hasMany's children under the parent's key, then deletes or detaches the ones no longer in the array
@@ -184,6 +184,9 @@ extension ModelStore {
                                    : "needs \(parent.typeName) to have a one-column primary key")
         }
         let child = try layout(named: relationship.model)
+        // Children are filed by the foreign key, found again by their key and told apart in Swift by their bytes:
+        // each of these must compare exactly, or a child lands under (or is taken for) a row it only resembles.
+        try requireExactLink(relationship, parent: parent, child: child, path: path)
         var kept: [DatabaseValue] = []
         for (index, element) in elements.elementsAsAny.enumerated() {
             let elementPath = path.appending("\(relationship.property)[\(index)]")
@@ -213,7 +216,6 @@ extension ModelStore {
             throw MappingError(typeName: path.root, property: here,
                                message: "onRemove=\"\(relationship.onRemove.rawValue)\" needs \(relationship.model) to have a one-column primary key")
         }
-        try requireExactLink(relationship, parent: parent, child: child, path: path)
         let childKey = quoteIdentifier(child.primaryKey[0])
         let table = quoteIdentifier(child.table)
         let foreignKey = quoteIdentifier(relationship.foreignKey)
@@ -284,14 +286,24 @@ extension ModelStore {
     private func requireExactLink(_ relationship: Relationship, parent: ModelLayout, child: ModelLayout, path: GraphPath) throws {
         let column = child.columns.named(relationship.foreignKey)
         let key = parent.primaryKey.count == 1 ? parent.columns.named(parent.primaryKey[0]) : nil
-        let links = try column.map { try database.links(of: $0.name, in: child.table) }
-        guard let column, let key, let links, links.comparesExactly, column.affinity == key.affinity else {
-            let why = column == nil ? "table '\(child.table)' has no column '\(relationship.foreignKey)'"
-                : key == nil ? "\(parent.typeName) has no one-column primary key"
-                : links?.comparesExactly == false ? "'\(child.table).\(relationship.foreignKey)' compares with a collation that folds case or accents"
-                : "'\(child.table).\(relationship.foreignKey)' (\(column?.declaredType ?? "")) and '\(parent.table).\(key?.name ?? "")' (\(key?.declaredType ?? "")) store different kinds of value"
+        let childKey = child.primaryKey.count == 1 ? child.columns.named(child.primaryKey[0]) : nil
+        var why: String?
+        if column == nil {
+            why = "table '\(child.table)' has no column '\(relationship.foreignKey)'"
+        } else if key == nil {
+            why = "\(parent.typeName) has no one-column primary key"
+        } else if let column, let key, column.affinity != key.affinity {
+            why = "'\(child.table).\(column.name)' (\(column.declaredType)) and '\(parent.table).\(key.name)' (\(key.declaredType)) store different kinds of value"
+        } else {
+            for (table, name) in [(child.table, column?.name), (parent.table, key?.name), (child.table, childKey?.name)] {
+                guard let name, !(try database.links(of: name, in: table).comparesExactly) else { continue }
+                why = "'\(table).\(name)' compares with a collation that folds case or accents"
+                break
+            }
+        }
+        if let why {
             throw MappingError(typeName: path.root, property: path.described(relationship.property),
-                               message: "onRemove=\"\(relationship.onRemove.rawValue)\" removes rows by the foreign key, which must compare exactly with the key it names, and \(why): rows of another parent could be removed; nothing was changed")
+                               message: "children are filed and removed by the foreign key and told apart by their keys, which must compare exactly, and \(why): a child could land under, or be taken for, a row it only resembles; nothing was changed")
         }
     }
 

@@ -334,8 +334,18 @@ public final class ModelStore {
         try requireUniqueKey(layout)
         let key = quoteIdentifier(layout.primaryKey[0])
         return try database.withSavepoint {
-            let keys = try database.rows("SELECT \(key) FROM \(table)\(filter)", arguments).map { $0[0] }
+            var keys = try database.rows("SELECT \(key) FROM \(table)\(filter)", arguments).map { $0[0] }
             var deleted = 0
+            // A NULL key (SQLite allows one outside an INTEGER PRIMARY KEY) names no row and owns none.
+            if keys.contains(.null) {
+                guard condition == nil else {
+                    throw MappingError(typeName: layout.typeName, column: layout.primaryKey[0],
+                                       message: "rows matching the condition have a NULL key, so they cannot be deleted by key with what they own; nothing was deleted")
+                }
+                keys.removeAll { $0 == .null }
+                try database.execute("DELETE FROM \(table) WHERE \(key) IS NULL", .none)
+                deleted += database.changes
+            }
             for start in stride(from: 0, to: keys.count, by: GraphReading.keysPerQuery) {
                 let chunk = Array(keys[start..<min(start + GraphReading.keysPerQuery, keys.count)])
                 let list = chunk.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ")

@@ -176,7 +176,8 @@ extension Date: DatabaseValueConvertible {
     /// Whether the date has a written form: a finite number of seconds, within ±2^53 of 1970 (ISO-8601 text would
     /// write a clamped date, or 1970 for NaN, in silence).
     var isStorable: Bool {
-        abs(timeIntervalSince1970) <= 9_007_199_254_740_992
+        // Both writers' limits: the millisecond one counts from 1970, the microsecond one from 2001.
+        abs(timeIntervalSince1970) <= 9_007_199_254_740_992 && abs(timeIntervalSinceReferenceDate) <= 9_007_199_254_740_992
     }
 
     /// What a NaN or infinite date converts to: NaN, which SQLite refuses to bind (it would store NULL) and a
