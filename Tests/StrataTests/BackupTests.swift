@@ -464,6 +464,37 @@ final class BackupTests: XCTestCase {
                        "no copy is left behind by a restore that did not happen")
     }
 
+    /// A write committed after the copy of the database as it was and before the restore is in neither: the restore
+    /// notices it (`data_version`), fails, and keeps the copy.
+    func testAWriteCommittedDuringTheRestoreIsNoticedAndTheCopyKept() throws {
+        let project = try project(files: ["sql/1.sql": "CREATE TABLE a (x); INSERT INTO a VALUES ('first');"])
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        try project.file("sql/2.sql", "INSERT INTO a VALUES ('second');")
+        XCTAssertEqual(try project.strata(["migrate", "--backup", "b"]).status, 0)
+        let backup = project.root.appendingPathComponent("b/" + (try XCTUnwrap(backups(in: project.root.appendingPathComponent("b")).first))).path
+        // Holds the write lock: the restore copies the database as it is (reading), then waits to write.
+        let writer = try project.database()
+        try writer.execute("BEGIN IMMEDIATE")
+        try writer.execute("INSERT INTO a VALUES ('during')")
+        let (process, _, err) = try startStrata(["restore", backup, "--database", project.databasePath, "--timeout", "120"], in: project.root)
+        let stderr = PipeWatcher(err)
+        func keptCopies() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: project.root.path)) ?? []).filter { $0.hasPrefix("db.sqlite.before-restore-") }
+        }
+        wait("the copy of the database as it was") { keptCopies().count == 1 || !process.isRunning }
+        XCTAssertTrue(process.isRunning, stderr.text)
+        try writer.execute("COMMIT")
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 1, stderr.text)
+        XCTAssertTrue(stderr.wait(for: "committed a write to", from: process), stderr.text)
+        XCTAssertTrue(stderr.text.contains("is in neither"), stderr.text)
+        let kept = try XCTUnwrap(keptCopies().first)
+        XCTAssertEqual(try Database(path: project.root.appendingPathComponent(kept).path).rows("SELECT x FROM a ORDER BY x")
+                        .map { try $0.get(0, as: String.self) }, ["first", "second"], "the database as it was before the write")
+        XCTAssertEqual(try project.database().rows("SELECT x FROM a ORDER BY x").map { try $0.get(0, as: String.self) },
+                       ["first"], "the restored backup")
+    }
+
     func testRestoreKeepsTheCurrentDatabaseWhenAskedAndCreatesAMissingOne() throws {
         let project = try project(files: ["sql/1.sql": "CREATE TABLE a (x); INSERT INTO a VALUES (1);"])
         XCTAssertEqual(try project.strata(["migrate"]).status, 0)
