@@ -40,7 +40,7 @@ enum CLI {
                          sync it; nothing pending: no backup. DIR is created when missing. Replaces the manifest's
                          <database backup>. A backup that fails stops the run before any step (exit 1)
           --keep N       keep the newest N backups of this database in DIR, the new one included; older ones are
-                         removed after it is in place (default: the manifest's keep, else all)
+                         removed after it is in place (default: with the manifest's backup, its keep; else all)
           --no-backup    take no backup, whatever the manifest's <database backup> says
         Put one back with 'strata restore BACKUP --database D'.
         """
@@ -84,8 +84,8 @@ enum CLI {
                         SQLite's backup API and checks the result; the copy is removed once the restore has succeeded
                         (--keep-current keeps it). A missing database is created. Refused while another connection writes
                         (waiting up to --timeout, default 60 s; exit 1), for a file that is not a usable backup or a stale
-                        -wal/-journal beside the database (exit 3), and on PostgreSQL (exit 3: use pg_restore or
-                        point-in-time recovery). Stop the programs that use the database while restoring.
+                        -wal/-journal beside a missing database (exit 3), and on PostgreSQL (exit 3: use pg_restore or
+                        point-in-time recovery). Stop the programs that use the database, and any migrate, while restoring.
                         """),
         CommandSpec(name: "new", summary: "create the next migration file in the manifest's migrations directory",
                     usage: "strata new NAME --manifest PATH [--backend sqlite|postgresql]",
