@@ -25,6 +25,10 @@ public struct Manifest: Sendable, Equatable {
     public let databaseSchema: String?
     /// Where the `<database>` element is, for messages about the database it names.
     public let databaseLocation: SourceLocation?
+    /// `<database backup="DIR" keep="N">`: the backup `strata migrate` and `strata seed` take before they write,
+    /// the directory resolved against the manifest's. A program passes it on as `MigrationOptions.backup`; the
+    /// runner takes none unless the options ask.
+    public let databaseBackup: BackupOptions?
     /// Every migration of every backend, in natural order of identity (a migration marked for one backend may share
     /// its identity with one marked for another). `migrations(for:)` gives one backend's.
     public let migrations: [MigrationStep]
@@ -73,6 +77,7 @@ public struct Manifest: Sendable, Equatable {
         databaseURL = database.url
         databaseSchema = database.schema
         databaseLocation = database.location
+        databaseBackup = database.backup.map { BackupOptions(directory: $0, keep: database.keep) }
         self.migrationsByBackend = migrationsByBackend
         self.seeds = seeds
         self.codeSteps = codeSteps
@@ -198,6 +203,9 @@ struct DatabaseElement: Sendable, Equatable {
     var url: String?
     var schema: String?
     var location: SourceLocation?
+    /// `backup`, resolved; with `keep`.
+    var backup: String?
+    var keep: Int?
 
     var backend: DatabaseBackend? {
         url != nil ? .postgresql : path != nil ? .sqlite : nil

@@ -126,6 +126,7 @@ struct ManifestLoader {
             DatabaseURL.problems(inTemplate: url).forEach { problem(element, $0) }
             database.url = url
         }
+        readBackup(element, context, isSQLite: url == nil)
         guard let schema = element.attribute("schema") else { return }
         if url == nil {
             problem(element, "schema=\"\(schema)\": schema applies to PostgreSQL databases (url=); a SQLite file (path=) has none")
@@ -133,6 +134,24 @@ struct ManifestLoader {
             problem(element, "schema=\"\(schema)\" is \(schema.utf8.count) bytes long; PostgreSQL keeps only the first 63 bytes of a name")
         }
         database.schema = schema
+    }
+
+    /// `backup` (a directory, resolved against the manifest's) and `keep`: SQLite only, and `keep` only with `backup`.
+    private mutating func readBackup(_ element: XMLElement, _ context: Context, isSQLite: Bool) {
+        let keep = element.attribute("keep")
+        guard let backup = element.attribute("backup") else {
+            if let keep {
+                problem(element, "keep=\"\(keep)\" without backup=\"…\": keep says how many backups the backup directory holds; add backup=\"DIR\"")
+            }
+            return
+        }
+        guard isSQLite else {
+            problem(element, "backup=\"\(backup)\": a backup copies a SQLite database file (path=); back up a PostgreSQL database (url=) with pg_dump or point-in-time recovery")
+            return
+        }
+        database.backup = context.resolve(backup)
+        // The schema allows 1 to 999999 digits-only; anything else was reported by it.
+        database.keep = keep.flatMap { Int($0.trimmingWhitespace(newlines: true)) }
     }
 
     private mutating func readMigrations(_ element: XMLElement, _ context: Context) {
