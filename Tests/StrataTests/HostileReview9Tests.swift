@@ -22,6 +22,10 @@ import XCTest
 ///    partial WHERE changed along with its columns shows only the columns: the diff hides real differences. CHECK
 ///    constraints are also matched by the case-folded key, so a CHECK differing only in a literal's case is never a
 ///    constraint change.
+/// 4. (medium) `testTheDiffCommandSaysWhichConstraintWasAddedOrDropped`: `strata diff`'s text output prints a
+///    constraint change as `added    constraint on t` with no constraint text: `Diff.line` omits the definition when it
+///    equals the change's name, and a constraint's name is its definition. The operator sees that something changed
+///    on a table but not what (JSON has it).
 final class HostileReview9Tests: XCTestCase {
     /// The difference from a database built by `old` to one built by `new`, both SQLite in memory.
     private func sqliteDifference(_ old: String, _ new: String) throws -> SchemaDifference {
@@ -86,5 +90,18 @@ final class HostileReview9Tests: XCTestCase {
             "CREATE TABLE t (a, b, c); CREATE INDEX i ON t (a, b) WHERE c = 'dead';")
         XCTAssertTrue(index.changes.contains { $0.aspects.contains { $0.aspect == "definition" } },
                       "only the index's columns are listed; its WHERE changed from 'live' to 'dead': \(summary(index))")
+    }
+
+    func testTheDiffCommandSaysWhichConstraintWasAddedOrDropped() throws {
+        let directory = try makeTemporaryDirectory(self)
+        for (name, check) in [("a.sqlite", "price > 0"), ("b.sqlite", "price >= 0")] {
+            let db = try Database(path: directory.appendingPathComponent(name).path)
+            try db.executeScript("CREATE TABLE items (price INTEGER CHECK (\(check)));")
+            db.close()
+        }
+        let diff = try runStrata(["diff", "--database", "a.sqlite", "--database", "b.sqlite"], in: directory)
+        XCTAssertEqual(diff.status, 3, diff.stderr)
+        XCTAssertTrue(diff.stdout.contains("price >= 0") && diff.stdout.contains("price > 0"),
+                      "the lines do not say which constraint: \(diff.stdout)")
     }
 }
