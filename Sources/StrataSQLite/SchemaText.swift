@@ -1,13 +1,14 @@
 import StrataCore
 
 /// SQL text as SQLite reads it, with its formatting taken out, so two definitions compare equal when they differ
-/// only in whitespace, comments, the case of keywords and bare names, or quotes around a plain name.
+/// only in whitespace, comments, the case of keywords and bare names, or brackets or backticks around a plain name.
 enum SchemaText {
     /// The tokens of `sql` separated by one space (none after `(` or around `.`, none before `)`, `,` or `;`, and
     /// none inside an operator written without one, such as `<>`): bare words in lower case (SQLite's keywords and
     /// names are ASCII case-insensitive); a quoted name (`"…"`, `` `…` ``, `[…]`) as its bare self when it is one plain
-    /// lower-case word that is not a keyword, else in double quotes with its case kept (a double-quoted string
-    /// could be a string literal, where case matters); strings as written.
+    /// lower-case word that is not a keyword and was quoted with brackets or backticks, else in double quotes with its
+    /// case kept (a double-quoted token may be a string literal, where case and quoting matter); strings as written,
+    /// and `x'…'` blob literals kept as one token.
     static func normalized(_ sql: String) -> String {
         String(decoding: scan(sql).output, as: UTF8.self)
     }
@@ -74,8 +75,12 @@ enum SchemaText {
         private var check: (start: Int, depth: Int)?
         private var checkPending: Int?
 
+        /// Where the last word ended in `text` when it was a lone `x`: a string right after it is a blob literal.
+        private var blobPrefixEnd: Int?
+
         mutating func word(from start: Int, to end: Int) {
             separate(before: nil, at: start)
+            blobPrefixEnd = end - start == 1 && (text[start] | 0x20) == UInt8(ascii: "x") ? end : nil
             let wordStart = output.count
             for byte in text[start..<end] { output.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) }
             last = nil
@@ -83,13 +88,20 @@ enum SchemaText {
         }
 
         mutating func quoted(_ quote: UInt8, from start: Int, to end: Int) {
-            separate(before: nil, at: start)
+            // `x'41'` is one token, a blob; `x '41'` is a column and its alias: only the second has a space.
+            let blob = quote == UInt8(ascii: "'") && blobPrefixEnd == start
+            blobPrefixEnd = nil
+            if !blob { separate(before: nil, at: start) }
             last = nil
             checkPending = nil
             guard quote != UInt8(ascii: "'") else {
                 output += text[start..<end]
                 return
             }
+            // A double-quoted token that names no column is a string in SQLite (`DEFAULT "true"` is the text
+            // 'true', `DEFAULT true` the integer 1): it keeps its quotes, so it never equals a bare word. Brackets
+            // and backticks always quote a name.
+            let ambiguous = quote == UInt8(ascii: "\"")
             // The name inside, its doubled closing quotes made single (`[…]` has no escape).
             let close = quote == UInt8(ascii: "[") ? UInt8(ascii: "]") : quote
             var name: [UInt8] = []
@@ -100,7 +112,7 @@ enum SchemaText {
             }
             let plain = !name.isEmpty && !(name[0] >= 0x30 && name[0] <= 0x39) && name.allSatisfy(SQLScanner.isWordByte)
                 && !name.contains(where: { $0 >= 0x41 && $0 <= 0x5A })
-            if plain && !Self.keywords.contains(String(decoding: name, as: UTF8.self)) {
+            if plain && !ambiguous && !Self.keywords.contains(String(decoding: name, as: UTF8.self)) {
                 output += name
             } else {
                 output.append(UInt8(ascii: "\""))

@@ -60,9 +60,10 @@ extension Commands {
         default: subject = change.name + (change.table.map { " on " + $0 } ?? "")
         }
         var text = "  " + change.action.rawValue.padded(to: 9) + change.kind.rawValue.padded(to: 11) + subject
-        if let definition = change.definition, change.kind != .table, !definition.contains("\n"), definition != change.name {
+        if let definition = change.definition, change.kind != .table, !definition.contains("\n"),
+           definition != change.name || change.kind == .constraint {
             // A table's whole definition is long, and a one-line other object's is its name: the name says what
-            // was added or dropped.
+            // was added or dropped. A constraint's subject is its table, so its text is what says which.
             text += ": " + definition
         }
         let short = change.aspects.filter { aspect in

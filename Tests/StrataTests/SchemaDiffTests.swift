@@ -142,12 +142,13 @@ final class SchemaDiffTests: XCTestCase {
         try checkASnapshotInsideATransactionSeesItsChanges(.postgres, Self.postgres)
     }
 
-    /// On SQLite definitions are compared as tokens: whitespace, comments, keyword case and quotes around a plain
-    /// name do not count; a string's case does.
+    /// On SQLite definitions are compared as tokens: whitespace, comments, keyword case and brackets or backticks
+    /// around a plain name do not count; a string's case does, and so do double quotes (a double-quoted word that
+    /// names no column is a string in SQLite).
     func testFormattingDoesNotCountOnSQLite() throws {
         let a = try Database(.inMemory), b = try Database(.inMemory)
         try a.executeScript("""
-            CREATE TABLE t (id INTEGER PRIMARY KEY, "name" TEXT CHECK (name <> ''));
+            CREATE TABLE t (id INTEGER PRIMARY KEY, `name` TEXT CHECK (name <> ''));
             CREATE VIEW v AS SELECT id, name FROM t WHERE name <> 'x';
             CREATE INDEX t_name ON t (name);
             """)
@@ -156,7 +157,7 @@ final class SchemaDiffTests: XCTestCase {
                 id integer primary key,  -- the key
                 [name] text check(name<>'')
             );
-            create   view "v" as /* named */ select ID,name from "t" where NAME <> 'x';
+            create   view [v] as /* named */ select ID,name from `t` where NAME <> 'x';
             CREATE INDEX `t_name` ON t(name);
             """)
         XCTAssertEqual(summary(try SchemaDifference(from: try a.schemaSnapshot(), to: try b.schemaSnapshot())), [])

@@ -110,7 +110,8 @@ public struct SchemaDifference: Sendable, Equatable {
             let inside = Self.tableChanges(before, after, key: key)
             changes += inside
             // The definition holds what columns and constraints do not (a CHECK on SQLite, a generated column,
-            // options): named only when nothing finer explains the change.
+            // options): named only when nothing finer explains the change (a known limit: a table with both lists
+            // only the finer changes; the verdict, equal or not, is right either way).
             if inside.isEmpty && before.definition != after.definition {
                 changes.append(SchemaChange(kind: .table, action: .changed, name: after.name,
                                             aspects: [.init("definition", old: before.definition, new: after.definition)]))
