@@ -47,6 +47,16 @@ public struct SQLiteTarget: DatabaseTarget {
         try openReadOnly()
     }
 
+    /// Read-only: the rehearsal copies the database with the backup API and runs the plan on the copy.
+    public func openForRehearsal(timeout: Duration) throws -> any MigrationDatabase {
+        guard exists else { return try Database(.inMemory) }
+        let database = try Self.opening(path) {
+            try Database(path: path, configuration: Database.Configuration(readOnly: true, busyTimeout: timeout))
+        }
+        try Self.refuseWithoutFile(database, source: source)
+        return database
+    }
+
     public func schema() throws -> String {
         try openReadOnly().canonicalSchema(excluding: ["strata_history"])
     }

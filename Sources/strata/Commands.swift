@@ -28,6 +28,7 @@ struct Commands {
         case "new": return try newMigration()
         case "schema": return try schema()
         case "diff": return try diff()
+        case "rehearse": return try rehearse()
         case "check": return try check()
         case "completion": return try completion()
         default: throw UsageError("unknown command '\(invocation.spec.name)'")
@@ -49,7 +50,7 @@ struct Commands {
         try DatabaseTargets.target(option: invocation.value("database"), manifest: manifest)
     }
 
-    private var timeout: Duration {
+    var timeout: Duration {
         get throws {
             guard let text = invocation.value("timeout") else { return .seconds(60) }
             guard let seconds = Double(text), seconds >= 0, seconds < 86_400 * 7 else {
@@ -59,7 +60,7 @@ struct Commands {
         }
     }
 
-    private var options: MigrationOptions {
+    var options: MigrationOptions {
         get throws {
             var options = MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
                                            waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))

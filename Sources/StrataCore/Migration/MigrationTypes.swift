@@ -162,6 +162,9 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         case codeStep = "code-step"
         /// A registered code step the manifest does not list, or one registered twice.
         case codeRegistration = "code-registration"
+        /// `rehearse` cannot run the plan where nothing is kept: no room for a copy, a step being applied by another
+        /// process right now, or a database whose backend offers no way to rehearse.
+        case notRehearsable = "not-rehearsable"
     }
 
     public let reason: Reason
