@@ -121,7 +121,9 @@ final class PostgresRehearsalStage: RehearsalStage {
     }
 
     /// Rolls the transaction back and releases the deployers' lock; then reads again the sequences the rehearsal
-    /// drew from (it held `RowExclusiveLock` on them: `nextval`, `setval`), which the rollback did not put back.
+    /// drew from, which the rollback did not put back. `nextval` and `setval` take `RowExclusiveLock` on a sequence
+    /// for the whole transaction (PostgreSQL gives a sequence's lock to the top transaction), so the locks held at
+    /// the end name every one, a failed step's included.
     func discard() throws -> [SequenceAdvance] {
         guard open else { return [] }
         let drawn = (try? readLocks().filter { $0.mode == "RowExclusiveLock" && sequences[$0.oid] != nil }.map(\.oid)) ?? []

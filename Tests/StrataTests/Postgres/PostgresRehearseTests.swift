@@ -56,6 +56,18 @@ final class PostgresRehearseTests: XCTestCase {
                        "what the report says stays: the sequence is past the rehearsal's values")
     }
 
+    /// PostgreSQL gives a sequence's lock to the top transaction: the rolled-back savepoint of a failed step does
+    /// not release it, so the sequences that step drew from are known too.
+    func testASequenceTheFailedStepDrewFromIsReported() throws {
+        let (_, migrator) = try project("""
+            CREATE TABLE items (id serial PRIMARY KEY, name text NOT NULL);
+            INSERT INTO items (name) VALUES ('a');
+            """, pending: ["002_items.sql": "INSERT INTO items (name) VALUES ('b'), ('c');\nINSERT INTO nowhere VALUES (1);\n"])
+        let report = try migrator.rehearse()
+        XCTAssertEqual(report.failure?.line, 2)
+        XCTAssertEqual(report.sequences, [SequenceAdvance(sequence: "public.items_id_seq", before: 1, after: 3)])
+    }
+
     func testTransactionNoneStepsAreListedAsNotRehearsedWithTheReason() throws {
         let (_, migrator) = try project(RehearseTests.schema, pending: [
             "002_index.sql": "CREATE INDEX CONCURRENTLY books_title ON books (title);\n",
