@@ -47,13 +47,16 @@ public struct SQLiteTarget: DatabaseTarget {
         try openReadOnly()
     }
 
-    /// Read-only: the rehearsal copies the database with the backup API and runs the plan on the copy.
+    /// Only read: the rehearsal copies the database with the backup API and runs the plan on the copy. Opened
+    /// read-write with `query_only` on, not read-only: on a database in WAL mode a read-only connection leaves the
+    /// `-wal` and `-shm` files it made behind, where the last read-write connection to close removes them.
     public func openForRehearsal(timeout: Duration) throws -> any MigrationDatabase {
         guard exists else { return try Database(.inMemory) }
         let database = try Self.opening(path) {
-            try Database(path: path, configuration: Database.Configuration(readOnly: true, busyTimeout: timeout))
+            try Database(path: path, configuration: Database.Configuration(busyTimeout: timeout))
         }
         try Self.refuseWithoutFile(database, source: source)
+        try database.execute("PRAGMA query_only = ON", .none)
         return database
     }
 

@@ -168,6 +168,25 @@ final class RehearseCommandTests: XCTestCase {
         }
     }
 
+    /// A read-only connection to a database in WAL mode would leave the `-wal` and `-shm` files it makes; the
+    /// rehearsal's (read-write, `query_only`) is the last to close and takes them away, writing nothing.
+    func testADatabaseInWALModeIsLeftAsItWas() throws {
+        let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        XCTAssertEqual(try project.database().scalar("PRAGMA journal_mode = WAL", as: String.self), "wal")
+        try project.file("sql/002_change.sql", RehearseTests.change)
+        let temporary = try makeTemporaryDirectory(self)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
+        let files = try listing(project.root)
+        XCTAssertFalse(files.contains("db.sqlite-wal"), "\(files)")
+        let result = try strata(["rehearse", "--manifest", project.manifestPath], in: project.root, temporary: temporary)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("      books: 2 inserted, 2 updated, 1 deleted (rows 4 → 5)"), result.stdout)
+        XCTAssertEqual(try listing(project.root), files)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: project.databasePath)), bytes)
+        XCTAssertEqual(try listing(temporary), [])
+    }
+
     func testAMissingDatabaseIsRehearsedAsAnEmptyOneAndNotCreated() throws {
         let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
         let temporary = try makeTemporaryDirectory(self)
