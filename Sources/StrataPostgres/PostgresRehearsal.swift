@@ -153,14 +153,15 @@ final class PostgresRehearsalStage: RehearsalStage {
         "\(column) NOT IN ('pg_catalog', 'information_schema') AND \(column) NOT LIKE 'pg\\_%'"
     }
 
-    /// Every user table's counts in this transaction, and its storage (`relfilenode`), without Strata's history.
+    /// Every user table's counts in this transaction, and its storage (`relfilenode`), without Strata's history and
+    /// temporary tables (a seed's staging table).
     private func readCounters() throws -> [Int64: Counters] {
         var result: [Int64: Counters] = [:]
         for row in try connection.rows("""
             SELECT s.relid::int8, format('%I.%I', s.schemaname, s.relname), s.n_tup_ins, s.n_tup_upd, s.n_tup_del,
                    c.relfilenode::int8
             FROM pg_catalog.pg_stat_xact_user_tables s JOIN pg_catalog.pg_class c ON c.oid = s.relid
-            WHERE NOT (s.schemaname = $1 AND s.relname = $2)
+            WHERE NOT (s.schemaname = $1 AND s.relname = $2) AND \(Self.userSchema("s.schemaname"))
             """, [connection.historySchema, PostgresHistory.table]) {
             result[try row.get(0, as: Int64.self)] = Counters(
                 name: try row.get(1), inserted: try row.get(2), updated: try row.get(3), deleted: try row.get(4),

@@ -124,6 +124,27 @@ final class RehearseTests: XCTestCase {
         }
     }
 
+    func testASeedIsRehearsedWithTheRowsItLoads() throws {
+        try forEachBackend(needing: .seeds) { backend in
+            let project = try Project(self, backend: backend, manifestBody: """
+                <migrations directory="sql"/>
+                <seeds><seed file="csv/authors.csv" table="authors" mode="upsert" key="id"/></seeds>
+                """, files: ["sql/001_books.sql": Self.schema, "csv/authors.csv": "id,name\n2,N. K. Jemisin\n3,Octavia E. Butler\n"])
+            XCTAssertNil(try project.migrator().migrate(MigrationOptions(includeSeeds: false)).failure)
+            let migrator = try project.migrator()
+            let before = try state(of: migrator.database)
+            let report = try migrator.rehearse()
+            XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+            let seed = try XCTUnwrap(report.steps.first)
+            XCTAssertEqual([seed.kind.rawValue, seed.id, seed.outcome.rawValue], ["seed", "authors.csv", "applied"])
+            XCTAssertEqual(seed.rowCount, 2)
+            let authors = try XCTUnwrap(seed.tables.first { $0.table == self.qualified("authors", backend) }, "\(seed.tables)")
+            XCTAssertEqual([authors.inserted, authors.updated, authors.deleted], [1, 1, 0])
+            XCTAssertEqual(try self.state(of: migrator.database), before, "the rehearsal changed the database")
+            XCTAssertEqual(try migrator.rehearse().steps.map(\.id), ["authors.csv"], "a rehearsed seed is still pending")
+        }
+    }
+
     func testACodeStepRunsInTheRehearsalToo() throws {
         try forEachBackend { backend in
             let project = try Project(self, backend: backend, manifestBody: """
