@@ -90,7 +90,10 @@ extension Commands {
         var lines = [line]
         if let note = step.note { lines.append("      \(note)") }
         for table in step.tables { lines.append("      " + tableLine(table)) }
-        for lock in step.locks { lines.append("      lock \(lock.mode) on \(lock.relation): blocks \(lock.blocks)") }
+        if !step.locks.isEmpty {
+            lines.append("      locks, which migrate holds until the step commits\(step.durationMs.map { " (\($0) ms here)" } ?? ""):")
+        }
+        for lock in step.locks { lines.append("        \(lock.mode) on \(lock.relation): blocks \(lock.blocks)") }
         return lines.joined(separator: "\n")
     }
 
