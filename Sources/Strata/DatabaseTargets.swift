@@ -50,6 +50,15 @@ public enum DatabaseTargets {
         return try SQLiteTarget(path: location, source: source)
     }
 
+    /// The refusal a backup (`MigrationOptions.backup`) of `target` meets before anything is opened: nil for a
+    /// SQLite file; for a PostgreSQL database, the reason with what to use instead (`pg_dump`, point-in-time
+    /// recovery). `Migrator` refuses the same on a connection, for programs that open one themselves.
+    public static func backupRefusal(for target: any DatabaseTarget) -> Refusal? {
+        guard !(target is SQLiteTarget) else { return nil }
+        return Refusal(reason: .backup, id: DatabaseBackend.postgresql.rawValue,
+                       message: PostgresConnection.backupUnavailableReason(target.name))
+    }
+
     /// The dialect of `backend`, for checks that read SQL without a database (`strata validate`).
     public static func dialect(for backend: DatabaseBackend) -> any SQLDialect {
         switch backend {

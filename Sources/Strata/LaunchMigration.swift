@@ -49,6 +49,9 @@ extension Strata {
         let loaded = try Manifest.load(path: manifest.path(percentEncoded: false))
         let target = try DatabaseTargets.target(location: database, source: "the database '\(DatabaseURL.redacted(database))'",
                                                 historySchema: loaded.databaseSchema)
+        if options.backup != nil, let refusal = DatabaseTargets.backupRefusal(for: target) {
+            throw MigrationError.refused([refusal])
+        }
         func migrator(_ database: any MigrationDatabase) -> Migrator {
             var migrator = Migrator(manifest: loaded, database: database)
             for (name, body) in codeSteps { migrator.register(name, body) }

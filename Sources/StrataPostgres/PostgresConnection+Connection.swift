@@ -194,7 +194,21 @@ extension PostgresConnection: DatabaseConnection {
             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
             WHERE i.indrelid = to_regclass($1) AND a.attname = $2
             """, [quoteIdentifier(table), column], as: Int.self) ?? 0
-        return ColumnLinks(hasForeignKey: foreignKey > 0, isIndexed: indexed > 0)
+        // A nondeterministic collation (an ICU one that ignores case) or citext makes `=` hold for other bytes.
+        let exact = try scalar("""
+            WITH RECURSIVE base(oid, typname, typbasetype) AS (
+                SELECT t.oid, t.typname, t.typbasetype FROM pg_catalog.pg_type t
+                JOIN pg_catalog.pg_attribute a ON a.atttypid = t.oid
+                WHERE a.attrelid = to_regclass($1) AND a.attname = $2
+                UNION ALL
+                SELECT t.oid, t.typname, t.typbasetype FROM pg_catalog.pg_type t JOIN base b ON t.oid = b.typbasetype
+            )
+            SELECT coalesce(c.collisdeterministic, true) AND NOT EXISTS (SELECT 1 FROM base WHERE typname = 'citext')
+            FROM pg_catalog.pg_attribute a
+            LEFT JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation
+            WHERE a.attrelid = to_regclass($1) AND a.attname = $2
+            """, [quoteIdentifier(table), column], as: Bool.self) ?? true
+        return ColumnLinks(hasForeignKey: foreignKey > 0, isIndexed: indexed > 0, comparesExactly: exact)
     }
 
     /// PostgreSQL constraints name no conflict resolution of their own.

@@ -53,6 +53,11 @@ public struct PostgresDialect: SQLDialect {
         case .integer(let integer) where declaredType == "double precision" && Double(exactly: integer) == nil:
             throw DatabaseError(kind: .conversion, code: nil,
                                 message: "\(integer) is beyond 2^53, past which double precision does not hold every integer; PostgreSQL would round it; use bigint or numeric")
+        case .real(let real) where real.isNaN && !["real", "double precision", "numeric"].contains(declaredType)
+                                   && !declaredType.hasPrefix("numeric("):
+            // What a NaN or infinite `Date` converts to (`Date.unstorableValue`); a text column would keep 'NaN'.
+            throw DatabaseError(kind: .conversion, code: nil,
+                                message: "NaN (a Date that is NaN or infinite has no stored form) cannot go into a \(declaredType) column")
         case _ where declaredType == "money":
             throw DatabaseError(kind: .conversion, code: nil,
                                 message: "a money column rounds to the fraction digits of the server's lc_monetary without an error, which Strata cannot check; use numeric(p, s)")

@@ -316,6 +316,9 @@ final class FunctionBox {
             switch result {
             case .null: sqlite3_result_null(context)
             case .integer(let i): sqlite3_result_int64(context, i)
+            case .real(let d) where d.isNaN:
+                // SQLite would store NULL: a NaN `Double`, or what a NaN or infinite `Date` converts to.
+                sqlite3_result_error(context, "the function returned NaN, which SQLite would store as NULL (a Date that is NaN or infinite has no stored form)", -1)
             case .real(let d): sqlite3_result_double(context, d)
             case .text(let s): sqlite3_result_text(context, s, -1, SQLITE_TRANSIENT)
             case .blob(let data):

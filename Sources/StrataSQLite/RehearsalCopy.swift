@@ -12,9 +12,10 @@ import Darwin
 import StrataCore
 
 /// A throwaway copy of a SQLite database for a rehearsal, in a temporary directory of its own, made with SQLite's
-/// online backup API: one `sqlite3_backup_step` copies every page inside one read transaction on the source, so the
-/// copy is the database as one commit left it, whatever other processes write meanwhile (in rollback-journal mode
-/// their commits wait for the copy, up to their busy timeout; in WAL mode they go on). The source is only read.
+/// online backup API as `Database.backup(to:)` makes one (`Database.copy`): one `sqlite3_backup_step` copies every
+/// page inside one read transaction on the source, so the copy is the database as one commit left it, whatever other
+/// processes write meanwhile (in rollback-journal mode their commits wait for the copy, up to their busy timeout; in
+/// WAL mode they go on). The source is only read.
 ///
 /// The directory (`.strata-rehearsal-XXXXXX`) holds the copy and whatever SQLite and the runner add beside it (its
 /// journal or WAL, the lock files of `transaction="none"` steps), and is removed whole by `remove()`. It is made in
@@ -75,7 +76,12 @@ final class RehearsalCopy {
             configuration.readOnly = false
             configuration.walMode = false
             database = try Database(path: PathComponents.appending(name, to: directory), configuration: configuration)
-            try Self.backup(from: source, into: database)
+            // One step of the backup API, as `backup(to:)` copies: one committed state, whatever others write.
+            do {
+                try Database.copy(from: source, into: database)
+            } catch let error as DatabaseError {
+                throw error.with(message: "could not copy the database for the rehearsal: \(error.message)")
+            }
         } catch {
             try? Self.removeDirectory(made.directory)
             close(made.lock)
@@ -95,29 +101,6 @@ final class RehearsalCopy {
             lockDescriptor = -1
         }
         try Self.removeDirectory(directory)
-    }
-
-    /// Copies every page of `source` into `destination` in one step (one read transaction on the source), waiting
-    /// for a writer's lock on the source up to the source's busy timeout.
-    private static func backup(from source: Database, into destination: Database) throws {
-        guard let backup = sqlite3_backup_init(destination.handle, "main", source.handle, "main") else {
-            throw destination.lastError(sqlite3_errcode(destination.handle))
-        }
-        let deadline = ContinuousClock.now + source.configuration.busyTimeout
-        var code: Int32
-        repeat {
-            code = sqlite3_backup_step(backup, -1)
-            if code == SQLITE_BUSY || code == SQLITE_LOCKED {
-                guard ContinuousClock.now < deadline else { break }
-                sleepBlocking(for: .milliseconds(20))
-            }
-        } while code == SQLITE_OK || code == SQLITE_BUSY || code == SQLITE_LOCKED
-        sqlite3_backup_finish(backup)
-        guard code == SQLITE_DONE else {
-            throw DatabaseError(code: code, message: "could not copy the database for the rehearsal: \(String(cString: sqlite3_errstr(code)))")
-        }
-        let finished = sqlite3_errcode(destination.handle)
-        guard finished == SQLITE_OK || finished == SQLITE_DONE else { throw destination.lastError(finished) }
     }
 
     /// Where a copy may go, in order: the temporary directory when it is on the database's filesystem, the

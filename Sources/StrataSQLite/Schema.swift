@@ -82,7 +82,9 @@ extension Database {
             SELECT count(*) FROM pragma_index_list(?) AS l, pragma_index_info(l.name) AS i
             WHERE i.seqno = 0 AND i.name = ? COLLATE NOCASE
             """, [table, column]).all().first?.get(0, as: Int.self) ?? 0
-        return ColumnLinks(hasForeignKey: foreignKey > 0, isIndexed: leadsKey || indexes > 0)
+        let collation = try self.collation(of: column, in: table)?.uppercased() ?? "BINARY"
+        return ColumnLinks(hasForeignKey: foreignKey > 0, isIndexed: leadsKey || indexes > 0,
+                           comparesExactly: collation == "BINARY")
     }
 
     public func uniqueKeys(in table: String) throws -> [[String]] {

@@ -121,6 +121,7 @@ public final class Statement {
         case .integer(let i):
             code = sqlite3_bind_int64(handle, index, i)
         case .real(let d):
+            guard !d.isNaN else { throw notANumber(at: index) }
             code = sqlite3_bind_double(handle, index, d)
         case .text(var s):
             code = s.withUTF8 { bytes -> Int32 in
@@ -158,7 +159,11 @@ public final class Statement {
     /// Binds an integer.
     @inline(__always) public func bind(int64 value: Int64, at index: Int32) { sqlite3_bind_int64(handle, index, value) }
     /// Binds a floating-point value.
-    @inline(__always) public func bind(double value: Double, at index: Int32) { sqlite3_bind_double(handle, index, value) }
+    /// Binds a floating-point value; NaN, which SQLite would store as NULL, fails the next run.
+    @inline(__always) public func bind(double value: Double, at index: Int32) {
+        if value.isNaN { failedBind = index; failedBindCode = Self.notANumberCode }
+        sqlite3_bind_double(handle, index, value)
+    }
     /// Binds UTF-8 text. SQLite copies it before this returns, unless `copying` is false: then the bytes must
     /// stay valid and unchanged until the statement has run (bulk loads keep them in an arena to save a copy).
     @inline(__always) public func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32, copying: Bool = true) {
@@ -297,7 +302,22 @@ public final class Statement {
     }
 
     /// The remembered bulk-bind failure, cleared; the statement is reset so the next rows start clean.
+    /// The code a NaN bind notes: none of SQLite's own, which never refuses one.
+    private static let notANumberCode: Int32 = -1
+
+    /// NaN, which SQLite stores as NULL: refused, since a row would silently lose the value.
+    private func notANumber(at index: Int32) -> DatabaseError {
+        DatabaseError(code: SQLITE_MISMATCH, message: "parameter \(index) is NaN, which SQLite would store as NULL "
+                      + "(a Date that is NaN or infinite has no stored form either)", sql: sql)
+    }
+
     private func bindFailure() -> DatabaseError {
+        if failedBindCode == Self.notANumberCode {
+            let failure = notANumber(at: failedBind)
+            failedBind = 0
+            sqlite3_reset(handle)
+            return failure
+        }
         let failure = DatabaseError(code: failedBindCode, message: "parameter \(failedBind) could not be bound: "
                                     + String(cString: sqlite3_errstr(failedBindCode)), sql: sql)
         failedBind = 0

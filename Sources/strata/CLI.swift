@@ -30,19 +30,36 @@ enum CLI {
                                        0: no limit); a step that runs past it fails and is not retried
         """
 
+    /// A backup taken before `migrate` or `seed` writes (SQLite).
+    static let backupOptions: Set<String> = ["backup", "keep"]
+    static let backupOptionsUsage = "[--backup DIR [--keep N] | --no-backup]"
+    static let backupOptionsHelp = """
+        Backups (SQLite; refused on PostgreSQL, exit 3: use pg_dump or point-in-time recovery):
+          --backup DIR   before the first step, copy the database (SQLite's online backup API, consistent while
+                         others write) into DIR as NAME.TIME.PLANID.backup, check it (PRAGMA integrity_check) and
+                         sync it; nothing pending: no backup. DIR is created when missing. Replaces the manifest's
+                         <database backup>. A backup that fails stops the run before any step (exit 1)
+          --keep N       keep the newest N backups of this database in DIR, the new one included; older ones are
+                         removed after it is in place (default: with the manifest's backup, its keep; else all)
+          --no-backup    take no backup, whatever the manifest's <database backup> says
+        Put one back with 'strata restore BACKUP --database D'.
+        """
+
     static let commands: [CommandSpec] = [
         CommandSpec(name: "validate", summary: "check a manifest, the files it names and their SQL",
                     usage: "strata validate --manifest PATH", valueOptions: ["manifest"],
                     details: "Exit 0 with a summary when valid; exit 1 listing every problem as path:line:column: message."),
         CommandSpec(name: "migrate", summary: "apply every pending migration and seed, in plan order",
-                    usage: "strata migrate --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS] [--plan-id ID] \(stepOptionsUsage)",
-                    valueOptions: manifestOptions.union(["timeout", "plan-id"]).union(stepOptions), repeatableOptions: ["context"],
-                    flags: ["strict-order"],
-                    details: "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id.\n\n" + stepOptionsHelp),
+                    usage: "strata migrate --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS] [--plan-id ID] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout", "plan-id"]).union(stepOptions).union(backupOptions),
+                    repeatableOptions: ["context"], flags: ["strict-order", "no-backup"],
+                    details: "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id.\n\n"
+                        + backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "seed", summary: "apply pending seed sets only",
-                    usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS] \(stepOptionsUsage)",
-                    valueOptions: manifestOptions.union(["timeout"]).union(stepOptions), repeatableOptions: ["context"],
-                    details: stepOptionsHelp),
+                    usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout"]).union(stepOptions).union(backupOptions),
+                    repeatableOptions: ["context"], flags: ["no-backup"],
+                    details: backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "rehearse", summary: "run the pending plan where nothing is kept and report what migrate would do",
                     usage: "strata rehearse --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS] [--lock-timeout SECONDS] [--statement-timeout SECONDS]",
                     valueOptions: manifestOptions.union(["timeout", "lock-timeout", "statement-timeout"]),
@@ -72,6 +89,18 @@ enum CLI {
         CommandSpec(name: "resolve", summary: "settle a dirty transaction=\"none\" step after checking it by hand",
                     usage: "strata resolve FILE --applied|--rolled-back --manifest PATH [--database PATH]",
                     valueOptions: manifestOptions, flags: ["applied", "rolled-back"], positionals: 1...1),
+        CommandSpec(name: "restore", summary: "put a backup back: replace a SQLite database's contents with it",
+                    usage: "strata restore BACKUP (--database PATH | --manifest PATH) [--timeout SECONDS] [--keep-current]",
+                    valueOptions: manifestOptions.union(["timeout"]), flags: ["keep-current"], positionals: 1...1,
+                    details: """
+                        Checks BACKUP (a SQLite file passing PRAGMA integrity_check), copies the database as it is beside it
+                        as NAME.before-restore-TIME, then replaces its contents with BACKUP's in one transaction through
+                        SQLite's backup API and checks the result; the copy is removed once the restore has succeeded
+                        (--keep-current keeps it). A missing database is created. Refused while another connection writes
+                        (waiting up to --timeout, default 60 s; exit 1), for a file that is not a usable backup or a stale
+                        -wal/-journal beside a missing database (exit 3), and on PostgreSQL (exit 3: use pg_restore or
+                        point-in-time recovery). Stop the programs that use the database, and any migrate, while restoring.
+                        """),
         CommandSpec(name: "new", summary: "create the next migration file in the manifest's migrations directory",
                     usage: "strata new NAME --manifest PATH [--backend sqlite|postgresql]",
                     valueOptions: ["manifest", "backend"], positionals: 1...1,
@@ -189,6 +218,19 @@ enum CLI {
             printError(error.description)
             if output?.quiet != true { for warning in error.warnings { printError("warning: \(warning)") } }
             return spec.name == "validate" ? ExitCode.stepFailed : ExitCode.refused
+        } catch let error as BackupError {
+            // Refused before anything was read or written: exit 3, as every refusal; a failed copy or a busy
+            // database: exit 1. Nothing was applied or replaced either way.
+            switch error.kind {
+            case .unavailable, .refused:
+                output?.object(Commands.json(.refused([Refusal(reason: .backup, id: "", message: error.message)]), command: spec.name))
+                printError("strata \(spec.name): \(error)")
+                return ExitCode.refused
+            case .busy, .failed:
+                output?.object(["command": .string(spec.name), "error": .string(error.message)])
+                printError("strata \(spec.name): \(error)")
+                return ExitCode.stepFailed
+            }
         } catch let error as MigrationError {
             let code: Int32
             switch error {

@@ -25,6 +25,7 @@ struct Commands {
         case "baseline": return try baseline()
         case "repair": return try repair()
         case "resolve": return try resolve()
+        case "restore": return try restore()
         case "new": return try newMigration()
         case "schema": return try schema()
         case "diff": return try diff()
@@ -130,6 +131,10 @@ struct Commands {
         let path = target.name
         var options = try self.options
         options.includeMigrations = !seedsOnly
+        options.backup = try backupOptions(manifest)
+        if options.backup != nil, let refusal = DatabaseTargets.backupRefusal(for: target) {
+            throw MigrationError.refused([refusal])   // before connecting: nothing runs
+        }
         let command = seedsOnly ? "seed" : "migrate"
         let signals = StopSignals(command: command)
         options.cancellation = signals.cancellation
@@ -140,6 +145,7 @@ struct Commands {
         }
         let migrator = Migrator(manifest: manifest, database: try openForWriting(target))
         var progress = ProgressLine(enabled: output.showsProgress)
+        let keep = options.backup?.keep
         let idWidth = manifest.plan(for: migrator.database.dialect.backend).map(\.id.count).max() ?? 0
         let report = try migrator.migrate(options) { event in
             switch event {
@@ -156,6 +162,12 @@ struct Commands {
                 progress.update(id: id, bytesRead: read, totalBytes: total)
             case .waiting(let message), .notice(let message):
                 output.log(message)
+            case .backedUp(let backup):
+                if backup.createdDirectory {
+                    output.log("created the backup directory \(displayPath(PathComponents.deletingLast(backup.path)))")
+                }
+                output.line(Self.backupLine(backup))
+                for removed in backup.removed { output.line("  removed  \(displayPath(removed))  (keep \(keep ?? 0))") }
             case .retrying(let id, let retry, let retries, let delay, let reason):
                 progress.clear()
                 output.log("retrying \(id) in \(Self.seconds(delay)) (retry \(retry) of \(retries)): it was rolled back because a statement gave up waiting for a lock: \(reason)")
@@ -163,6 +175,7 @@ struct Commands {
         }
         progress.clear()
         output.object(["command": .string(command), "database": .string(path),
+                       "backup": report.backup.map(Self.json) ?? .null,
                        "applied": .array(report.applied.map(Self.json)),
                        "alreadyApplied": .array(report.alreadyApplied.map(JSON.string)),
                        "failure": report.failure.map(Self.json) ?? .null,
@@ -384,7 +397,53 @@ struct Commands {
         return ExitCode.success
     }
 
+    /// The backup `--backup DIR` (or the manifest's `<database backup>`) asks for, `--keep N` applied; nil with
+    /// `--no-backup` or when neither asks for one.
+    private func backupOptions(_ manifest: Manifest) throws -> BackupOptions? {
+        if invocation.has("no-backup") {
+            guard invocation.value("backup") == nil && invocation.value("keep") == nil else {
+                throw UsageError("--no-backup takes no backup; it cannot go with --backup or --keep")
+            }
+            return nil
+        }
+        // --backup DIR replaces the manifest's backup, its keep included: that keep counted another directory.
+        var backup = manifest.databaseBackup
+        if let directory = invocation.value("backup") {
+            guard !directory.isEmpty else { throw UsageError("--backup needs a directory, not ''") }
+            backup = BackupOptions(directory: directory)
+        }
+        if let text = invocation.value("keep") {
+            guard backup != nil else {
+                throw UsageError("--keep N says how many backups to keep; it needs --backup DIR (or <database backup> in the manifest)")
+            }
+            guard let keep = Int(text), (1...999_999).contains(keep) else {
+                throw UsageError("--keep must be a whole number from 1 to 999999, not '\(text)'")
+            }
+            backup?.keep = keep
+        }
+        return backup
+    }
+
     // MARK: Rendering
+
+    /// `  backup   backups/library.sqlite.….backup  (48 KiB, checked, 12 ms)`.
+    static func backupLine(_ backup: DatabaseBackup) -> String {
+        "  backup   \(displayPath(backup.path))  (\(byteCount(backup.size)), integrity ok, synced, \(backup.durationMs) ms)"
+    }
+
+    /// "512 bytes", "48 KiB", "3.1 MiB".
+    static func byteCount(_ bytes: Int) -> String {
+        if bytes < 1024 { return "\(bytes) bytes" }
+        if bytes < 1 << 20 { return "\(bytes >> 10) KiB" }
+        let tenths = bytes * 10 >> 20
+        return bytes < 1 << 30 ? "\(tenths / 10).\(tenths % 10) MiB" : "\(formatCount(bytes >> 20)) MiB"
+    }
+
+    static func json(_ backup: DatabaseBackup) -> JSON {
+        ["path": .string(displayPath(backup.path)), "planId": .string(backup.planID), "takenAt": .string(backup.takenAt),
+         "bytes": .optional(backup.size), "durationMs": .optional(backup.durationMs),
+         "createdDirectory": .bool(backup.createdDirectory), "removed": .array(backup.removed.map { .string(displayPath($0)) })]
+    }
 
     /// "0.5 s", "2 s".
     static func seconds(_ duration: Duration) -> String {

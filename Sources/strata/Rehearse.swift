@@ -31,7 +31,7 @@ extension Commands {
                 progress.clear()
             case .waiting(let message), .notice(let message):
                 output.log(message)
-            case .started, .retrying:
+            case .started, .retrying, .backedUp:
                 break
             }
         }

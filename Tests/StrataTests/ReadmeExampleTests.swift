@@ -42,6 +42,23 @@ final class ReadmeExampleTests: XCTestCase {
                        "the example saves one more copy of A Wizard of Earthsea (3 in csv/books.csv)")
     }
 
+    func testTheBackupExampleTakesABackupBeforeTheMigrationAndRestoresIt() throws {
+        let examples = try ReadmeExamples()
+        let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("Database.restore(backup: backup.path") },
+                                  "README.md no longer holds the backup example")
+        if let output = try examples.build([block])[block.target] {
+            return XCTFail("\(block) does not compile as written:\n\(output)")
+        }
+        let run = try examples.run(block, test: self)
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(run.output, #"["005_add_pinned.sql"] true"# + "\nfalse\n")
+        let backups = try FileManager.default.contentsOfDirectory(atPath: run.directory.appendingPathComponent("backups").path)
+        XCTAssertEqual(backups.filter { $0.hasPrefix("library.sqlite.") && $0.hasSuffix(".backup") }.count, 1, "\(backups)")
+        let copy = try Database(path: run.directory.appendingPathComponent("library-copy.sqlite").path)
+        XCTAssertEqual(try copy.scalar("PRAGMA integrity_check", as: String.self), "ok")
+        XCTAssertFalse(try copy.columnExists("pinned", in: "members"), "the copy is of the restored database")
+    }
+
     func testTheRelationshipExampleSavesAndEditsAGraph() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains(#"<hasMany property="messages""#) },

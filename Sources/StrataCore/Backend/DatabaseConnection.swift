@@ -56,10 +56,15 @@ public struct ColumnLinks: Sendable, Equatable {
     public let hasForeignKey: Bool
     /// An index or the primary key starts with the column.
     public let isIndexed: Bool
+    /// `column = value` holds only for a value of the very same bytes: no collation that folds case or accents
+    /// (SQLite's BINARY; a deterministic collation and no `citext` on PostgreSQL). Only then may rows be deleted
+    /// by the column without touching rows whose value merely compares equal.
+    public let comparesExactly: Bool
 
-    public init(hasForeignKey: Bool, isIndexed: Bool) {
+    public init(hasForeignKey: Bool, isIndexed: Bool, comparesExactly: Bool = true) {
         self.hasForeignKey = hasForeignKey
         self.isIndexed = isIndexed
+        self.comparesExactly = comparesExactly
     }
 }
 

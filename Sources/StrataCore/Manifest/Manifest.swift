@@ -25,6 +25,10 @@ public struct Manifest: Sendable, Equatable {
     public let databaseSchema: String?
     /// Where the `<database>` element is, for messages about the database it names.
     public let databaseLocation: SourceLocation?
+    /// `<database backup="DIR" keep="N">`: the backup `strata migrate` and `strata seed` take before they write,
+    /// the directory resolved against the manifest's. A program passes it on as `MigrationOptions.backup`; the
+    /// runner takes none unless the options ask.
+    public let databaseBackup: BackupOptions?
     /// Every migration of every backend, in natural order of identity (a migration marked for one backend may share
     /// its identity with one marked for another). `migrations(for:)` gives one backend's.
     public let migrations: [MigrationStep]
@@ -73,6 +77,7 @@ public struct Manifest: Sendable, Equatable {
         databaseURL = database.url
         databaseSchema = database.schema
         databaseLocation = database.location
+        databaseBackup = database.backup.map { BackupOptions(directory: $0, keep: database.keep) }
         self.migrationsByBackend = migrationsByBackend
         self.seeds = seeds
         self.codeSteps = codeSteps
@@ -198,6 +203,9 @@ struct DatabaseElement: Sendable, Equatable {
     var url: String?
     var schema: String?
     var location: SourceLocation?
+    /// `backup`, resolved; with `keep`.
+    var backup: String?
+    var keep: Int?
 
     var backend: DatabaseBackend? {
         url != nil ? .postgresql : path != nil ? .sqlite : nil
@@ -413,16 +421,20 @@ public struct ModelMapping: Sendable, Equatable {
     public let primaryKey: [String]
     /// Property name to column name.
     public let columns: [String: String]
+    /// Properties whose dates are stored otherwise than the database's `dateStorage`, by property name.
+    public let dateStorage: [String: DateStorage]
     /// Properties that hold other models' rows (`<hasMany>`, `<belongsTo>`).
     public let relationships: [Relationship]
     public let location: SourceLocation?
 
     public init(typeName: String, table: String? = nil, primaryKey: [String] = [], columns: [String: String] = [:],
-                relationships: [Relationship] = [], location: SourceLocation? = nil) {
+                dateStorage: [String: DateStorage] = [:], relationships: [Relationship] = [],
+                location: SourceLocation? = nil) {
         self.typeName = typeName
         self.table = table
         self.primaryKey = primaryKey
         self.columns = columns
+        self.dateStorage = dateStorage
         self.relationships = relationships
         self.location = location
     }

@@ -126,6 +126,7 @@ struct ManifestLoader {
             DatabaseURL.problems(inTemplate: url).forEach { problem(element, $0) }
             database.url = url
         }
+        readBackup(element, context, isSQLite: url == nil)
         guard let schema = element.attribute("schema") else { return }
         if url == nil {
             problem(element, "schema=\"\(schema)\": schema applies to PostgreSQL databases (url=); a SQLite file (path=) has none")
@@ -133,6 +134,24 @@ struct ManifestLoader {
             problem(element, "schema=\"\(schema)\" is \(schema.utf8.count) bytes long; PostgreSQL keeps only the first 63 bytes of a name")
         }
         database.schema = schema
+    }
+
+    /// `backup` (a directory, resolved against the manifest's) and `keep`: SQLite only, and `keep` only with `backup`.
+    private mutating func readBackup(_ element: XMLElement, _ context: Context, isSQLite: Bool) {
+        let keep = element.attribute("keep")
+        guard let backup = element.attribute("backup") else {
+            if let keep {
+                problem(element, "keep=\"\(keep)\" without backup=\"…\": keep says how many backups the backup directory holds; add backup=\"DIR\"")
+            }
+            return
+        }
+        guard isSQLite else {
+            problem(element, "backup=\"\(backup)\": a backup copies a SQLite database file (path=); back up a PostgreSQL database (url=) with pg_dump or point-in-time recovery")
+            return
+        }
+        database.backup = context.resolve(backup)
+        // The schema allows 1 to 999999 digits-only; anything else was reported by it.
+        database.keep = keep.flatMap { Int($0.trimmingWhitespace(newlines: true)) }
     }
 
     private mutating func readMigrations(_ element: XMLElement, _ context: Context) {
@@ -359,13 +378,27 @@ struct ManifestLoader {
             if primaryKey.isEmpty { problem(element, "primaryKey is empty; name one or more columns, separated by commas") }
         }
         var columns: [String: String] = [:]
+        var dateStorage: [String: DateStorage] = [:]
+        var properties: Set<String> = []
         for child in element.children where child.name == "property" {
-            guard let name = child.attribute("name"), let column = child.attribute("column") else { continue }
-            if columns[name] != nil {
+            guard let name = child.attribute("name") else { continue }
+            guard properties.insert(name).inserted else {
                 problem(child, "property '\(name)' of \(type) is mapped twice")
                 continue
             }
-            columns[name] = column
+            let column = child.attribute("column")
+            let storage = child.attribute("dateStorage")
+            if column == nil && storage == nil {
+                problem(child, "property '\(name)' of \(type) says nothing: give it a column, a dateStorage, or both")
+            }
+            if let column { columns[name] = column }
+            if let storage {
+                if let parsed = DateStorage(manifestName: storage) {
+                    dateStorage[name] = parsed
+                } else {
+                    problem(child, "dateStorage=\"\(storage)\" is not one of iso8601Text, unixSeconds, julianDay")
+                }
+            }
         }
         let mappedColumns = columns.values.map(\.sqliteFolded)
         if Set(mappedColumns).count != mappedColumns.count {
@@ -383,8 +416,12 @@ struct ManifestLoader {
                 relationships.append(relationship)
             }
         }
+        for name in dateStorage.keys where relationships.contains(where: { $0.property == name }) {
+            problem(element, "property '\(name)' of \(type) is a relationship; a dateStorage applies to a Date property")
+        }
         models.append(ModelMapping(typeName: type, table: element.attribute("table"), primaryKey: primaryKey,
-                                   columns: columns, relationships: relationships, location: element.location))
+                                   columns: columns, dateStorage: dateStorage, relationships: relationships,
+                                   location: element.location))
     }
 
     /// A `<hasMany>` or `<belongsTo>`: which model, through which column; `orderBy` and `onRemove` only on `hasMany`.

@@ -42,6 +42,10 @@ enum ManifestSchema {
         </xs:documentation></xs:annotation>
         <xs:restriction base="xs:string"><xs:enumeration value="sqlite"/><xs:enumeration value="postgresql"/></xs:restriction>
       </xs:simpleType>
+      <xs:simpleType name="keep">
+        <xs:annotation><xs:documentation>How many backups a backup directory keeps: 1 to 999999.</xs:documentation></xs:annotation>
+        <xs:restriction base="xs:positiveInteger"><xs:pattern value="[1-9][0-9]{0,5}"/></xs:restriction>
+      </xs:simpleType>
       <xs:simpleType name="transaction">
         <xs:restriction base="xs:string"><xs:enumeration value="file"/><xs:enumeration value="none"/></xs:restriction>
       </xs:simpleType>
@@ -53,12 +57,15 @@ enum ManifestSchema {
               <xs:annotation><xs:documentation>
                 Exactly one of path (a SQLite file) and url (a postgresql:// or postgres:// URI whose ${NAME}
                 placeholders are filled from the environment when it is used); schema only with url. The loader
-                checks what a schema cannot say: one of the two, the URI's scheme and placeholders.
+                checks what a schema cannot say: one of the two, the URI's scheme and placeholders. backup (a
+                directory backups are taken into before migrate writes) and keep (how many it keeps) only with path.
               </xs:documentation></xs:annotation>
               <xs:complexType>
                 <xs:attribute name="path" type="nonEmpty"/>
                 <xs:attribute name="url" type="nonEmpty"/>
                 <xs:attribute name="schema" type="nonEmpty"/>
+                <xs:attribute name="backup" type="nonEmpty"/>
+                <xs:attribute name="keep" type="keep"/>
               </xs:complexType>
             </xs:element>
             <xs:element name="migrations">
@@ -131,7 +138,16 @@ enum ManifestSchema {
                         <xs:element name="property">
                           <xs:complexType>
                             <xs:attribute name="name" type="nonEmpty" use="required"/>
-                            <xs:attribute name="column" type="nonEmpty" use="required"/>
+                            <xs:attribute name="column" type="nonEmpty"/>
+                            <xs:attribute name="dateStorage">
+                              <xs:simpleType>
+                                <xs:restriction base="xs:string">
+                                  <xs:enumeration value="iso8601Text"/>
+                                  <xs:enumeration value="unixSeconds"/>
+                                  <xs:enumeration value="julianDay"/>
+                                </xs:restriction>
+                              </xs:simpleType>
+                            </xs:attribute>
                           </xs:complexType>
                         </xs:element>
                         <xs:element name="hasMany">

@@ -56,9 +56,10 @@ final class BindingEncoding {
     }
 
     @inline(__always)
-    func bindDate(_ date: Date, at parameter: Int32) throws {
-        guard fallback.dateStorage == .iso8601Text else {
-            return try statement.bind(fallback.dateStorage.databaseValue(of: date, precision: fallback.datePrecision), at: parameter)
+    func bindDate(_ date: Date, at parameter: Int32, property: String) throws {
+        let storage = fallback.dateStorage(for: property)
+        guard storage == .iso8601Text, date.isStorable else {
+            return try statement.bind(storage.databaseValue(of: date, precision: fallback.datePrecision), at: parameter)
         }
         let precision = fallback.datePrecision
         let instant = precision == .milliseconds ? ISO8601.instant(of: date) : ISO8601.microsecondInstant(of: date)
@@ -109,7 +110,7 @@ struct BindingContainer<Key: CodingKey>: NullWritingContainer {
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         let parameter = try encoding.parameter(key.stringValue)
         if T.self == Date.self, let date = value as? Date {
-            try encoding.bindDate(date, at: parameter)
+            try encoding.bindDate(date, at: parameter, property: key.stringValue)
         } else {
             try statement.bind(try encoding.fallback.databaseValue(value, key: key.stringValue), at: parameter)
         }

@@ -22,6 +22,8 @@ package final class DecodingContext {
     /// How the statement's database stores dates: what a number read as a `Date` means.
     package let dateStorage: DateStorage
     let layout: ModelLayout?
+    /// The result's columns whose dates are stored otherwise than `dateStorage` (`<property dateStorage>`).
+    private var columnDateStorage: [Int32: DateStorage] = [:]
     /// Fills relationship properties, when the type has any (its rows are then read into memory first).
     var graph: GraphReading?
     /// 1-based position of the current row in the result.
@@ -55,6 +57,11 @@ package final class DecodingContext {
         self.dateStorage = dateStorage
         self.layout = layout
         counters.initialize(repeating: 0, count: 3)
+        for (property, storage) in layout?.mapping?.dateStorage ?? [:] {
+            if let layout, let index = statement.layout.index(of: layout.column(for: property)) {
+                columnDateStorage[Int32(index)] = storage
+            }
+        }
     }
 
     deinit {
@@ -97,6 +104,12 @@ package final class DecodingContext {
     func finish() {
         cachedContainer = nil
         cachedKeyType = nil
+    }
+
+    /// How the dates of a result column are stored.
+    @inline(__always)
+    func dateStorage(at column: Int32) -> DateStorage {
+        columnDateStorage.isEmpty ? dateStorage : columnDateStorage[column] ?? dateStorage
     }
 
     /// Steps to the next row; false after the last.

@@ -160,10 +160,11 @@ package struct Field {
         case .null:
             throw nullFailure(key)
         default:
-            throw failure(key) { "is not a date (\(context.dateStorage.accepted))" }
+            throw failure(key) { "is not a date (\(context.dateStorage(at: column).accepted))" }
         }
-        guard let date = context.dateStorage.date(fromNumber: number) else {
-            throw failure(key) { "is not a date (\(context.dateStorage.accepted))" }
+        let storage = context.dateStorage(at: column)
+        guard let date = storage.date(fromNumber: number) else {
+            throw failure(key) { "is not a date (\(storage.accepted))" }
         }
         return date
     }

@@ -17,7 +17,7 @@ package final class GraphReading {
     private let typeName: String
     private let layout: ModelLayout
     private let rows: BufferedStatement
-    /// What each relationship loaded, by property: `[DatabaseValue: [Element]]` for a hasMany, `[DatabaseValue: T]`
+    /// What each relationship loaded, by property: `[ExactValue: [Element]]` for a hasMany, `[ExactValue: T]`
     /// for a belongsTo.
     private var loaded: [String: Any] = [:]
 
@@ -51,9 +51,9 @@ package final class GraphReading {
             }
             return value
         case .belongsTo:
-            let referenced: [DatabaseValue: T]
+            let referenced: [ExactValue: T]
             if let cached = loaded[property] {
-                guard let typed = cached as? [DatabaseValue: T] else { throw error(relationship, "is read as two different types") }
+                guard let typed = cached as? [ExactValue: T] else { throw error(relationship, "is read as two different types") }
                 referenced = typed
             } else {
                 referenced = try parents(T.self, relationship)
@@ -64,7 +64,7 @@ package final class GraphReading {
                 if optional { return nil }
                 throw error(relationship, "column '\(relationship.foreignKey)' is NULL but \(property) is not optional; make it \(T.self)?")
             }
-            guard let value = referenced[key] else {
+            guard let value = referenced[ExactValue(key)] else {
                 throw error(relationship, "column '\(relationship.foreignKey)' holds \(key), but no \(relationship.model) row has that key")
             }
             return value
@@ -94,55 +94,56 @@ package final class GraphReading {
 
     /// The distinct non-NULL values of a column over every row, in the order first seen.
     private func distinctValues(column: Int) -> [DatabaseValue] {
-        var seen: Set<DatabaseValue> = []
+        var seen: Set<ExactValue> = []
         var values: [DatabaseValue] = []
         for row in 0..<rows.rowCount {
             let value = rows.value(row: row, column: column)
-            if value != .null, seen.insert(value).inserted { values.append(value) }
+            if value != .null, seen.insert(ExactValue(value)).inserted { values.append(value) }
         }
         return values
     }
 
     /// The children of every row, grouped by the key they name, in `orderBy` order then by their key.
-    func children<Element: Decodable>(_ type: Element.Type, _ relationship: Relationship) throws -> [DatabaseValue: [Element]] {
+    func children<Element: Decodable>(_ type: Element.Type, _ relationship: Relationship) throws -> [ExactValue: [Element]] {
         let child = try store.relatedLayout(Element.self, relationship, from: typeName)
         let keys = distinctValues(column: try keyColumn(relationship))
-        let known = Set(keys)
+        let known = Set(keys.map(ExactValue.init))
         var order = relationship.orderBy.map { "\(quoteIdentifier($0.column))\($0.descending ? " DESC" : "")" }
         order += child.primaryKey.map(quoteIdentifier)
-        var groups: [DatabaseValue: [Element]] = [:]
+        var groups: [ExactValue: [Element]] = [:]
         for start in stride(from: 0, to: keys.count, by: Self.keysPerQuery) {
             let chunk = Array(keys[start..<min(start + Self.keysPerQuery, keys.count)])
             let sql = "SELECT * FROM \(quoteIdentifier(child.table)) WHERE \(quoteIdentifier(relationship.foreignKey)) IN ("
                 + chunk.indices.map { store.database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
                 + (order.isEmpty ? "" : " ORDER BY " + order.joined(separator: ", "))
             try store.decodeGrouped(Element.self, sql: sql, .positional(chunk), groupColumn: relationship.foreignKey) { key, value in
-                // The database matched this row to one of the keys; a key of another storage class (text '7' for
-                // integer 7) would match there yet be filed nowhere here, so the row would vanish from the graph.
-                guard known.contains(key) else {
-                    throw error(relationship, "\(child.table).\(relationship.foreignKey) holds \(key) (\(key.storageClass)), which the database matched to a \(typeName) key of another type; make the column's type match the key's")
+                // The database matched this row to one of the keys, yet it holds none of them exactly: another
+                // storage class (text '7' for integer 7), or a collation that folds case. Filed nowhere here, the
+                // row would vanish from the graph, or belong to two parents.
+                guard known.contains(ExactValue(key)) else {
+                    throw error(relationship, "\(child.table).\(relationship.foreignKey) holds \(key) (\(key.storageClass)), which the database matched to a \(typeName) key that is not that value: the column's type or collation compares otherwise than the key's; make them the same (and the collation BINARY)")
                 }
-                groups[key, default: []].append(value)
+                groups[ExactValue(key), default: []].append(value)
             }
         }
         return groups
     }
 
     /// The rows every row's belongsTo names, by their key.
-    private func parents<T: Decodable>(_ type: T.Type, _ relationship: Relationship) throws -> [DatabaseValue: T] {
+    private func parents<T: Decodable>(_ type: T.Type, _ relationship: Relationship) throws -> [ExactValue: T] {
         let target = try store.relatedLayout(T.self, relationship, from: typeName)
         guard target.primaryKey.count == 1 else {
             throw error(relationship, "needs \(relationship.model) to have a one-column primary key (table '\(target.table)')")
         }
         let key = target.primaryKey[0]
         let keys = distinctValues(column: try foreignKeyColumn(relationship))
-        var found: [DatabaseValue: T] = [:]
+        var found: [ExactValue: T] = [:]
         for start in stride(from: 0, to: keys.count, by: Self.keysPerQuery) {
             let chunk = Array(keys[start..<min(start + Self.keysPerQuery, keys.count)])
             let sql = "SELECT * FROM \(quoteIdentifier(target.table)) WHERE \(quoteIdentifier(key)) IN ("
                 + chunk.indices.map { store.database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
             try store.decodeGrouped(T.self, sql: sql, .positional(chunk), groupColumn: key) { value, decoded in
-                found[value] = decoded
+                found[ExactValue(value)] = decoded
             }
         }
         return found
@@ -165,6 +166,6 @@ extension Array: RelatedArray where Element: Decodable {
     }
 
     static func group(_ groups: Any, _ key: DatabaseValue) -> Any? {
-        (groups as? [DatabaseValue: [Element]]).map { $0[key] ?? [] }
+        (groups as? [ExactValue: [Element]]).map { $0[ExactValue(key)] ?? [] }
     }
 }

@@ -34,10 +34,13 @@ extension ModelStore {
         try requireAcyclicRelationships()
         try database.withSavepoint {
             var position = 0
+            // One record of the children written for the whole batch: the same child in two values is a conflict.
+            let written = WrittenChildren()
             for value in values {
                 position += 1
                 try writing(position, of: layout) {
-                    _ = try writeNode(value, layout: layout, mode, path: GraphPath(root: layout.typeName), foreignKey: nil)
+                    _ = try writeNode(value, layout: layout, mode, path: GraphPath(root: layout.typeName, written: written),
+                                      foreignKey: nil)
                 }
             }
         }
@@ -94,7 +97,8 @@ extension ModelStore {
             }
             var related: [(property: String, value: Any?)] = []
             let row = try MirrorEncoding.encode(value, typeName: layout.typeName, datePrecision: database.dialect.datePrecision,
-                                                dateStorage: database.dialect.dateStorage, relationships: relationships,
+                                                dateStorage: database.dialect.dateStorage,
+                                                dateStorageByProperty: layout.mapping?.dateStorage ?? [:], relationships: relationships,
                                                 related: &related)
             return (row, related)
         }
@@ -155,8 +159,13 @@ extension ModelStore {
            row.values[index] != .null {
             return row.values[index]
         }
-        guard let generated, layout.columns.named(column)?.affinity == .integer else { return nil }
-        return .integer(generated)
+        guard let generated, let info = layout.columns.named(column), info.affinity == .integer else { return nil }
+        guard database.dialect.modelWrites.generatedKeys == .lastRowID else { return .integer(generated) } // RETURNING
+        // SQLite's last rowid is the key only where the key is the rowid, which a declaration cannot tell for sure
+        // (`INTEGER PRIMARY KEY DESC` is not; a BIGINT key left NULL stays NULL): read the key the row got.
+        let key = try database.scalar("SELECT \(quoteIdentifier(column)) FROM \(quoteIdentifier(layout.table)) WHERE rowid = \(database.dialect.placeholder(1))",
+                                      .positional([.integer(generated)]), as: Int64.self)
+        return key.map { .integer($0) }
     }
 
     /// Saves a hasMany's children under the parent's key, then deletes or detaches the ones no longer in the array
@@ -175,6 +184,9 @@ extension ModelStore {
                                    : "needs \(parent.typeName) to have a one-column primary key")
         }
         let child = try layout(named: relationship.model)
+        // Children are filed by the foreign key, found again by their key and told apart in Swift by their bytes:
+        // each of these must compare exactly, or a child lands under (or is taken for) a row it only resembles.
+        try requireExactLink(relationship, parent: parent, child: child, path: path)
         var kept: [DatabaseValue] = []
         for (index, element) in elements.elementsAsAny.enumerated() {
             let elementPath = path.appending("\(relationship.property)[\(index)]")
@@ -186,6 +198,12 @@ extension ModelStore {
             let key = try writeNode(element, layout: child, .save, path: elementPath,
                                     foreignKey: (relationship.foreignKey, parentKey, parent.typeName))
             if let key {
+                // Written twice, a child would end under whichever parent came last, and the other value, saved
+                // holding it, would read back without it.
+                if let first = path.written.record(model: relationship.model, key: key, at: elementPath.described(nil)) {
+                    throw MappingError(typeName: path.root, property: elementPath.described(nil), value: "\(key)",
+                                       message: "is the \(relationship.model) already written at \(path.root).\(first); a row can be in one place of the graph")
+                }
                 kept.append(key)
             } else if relationship.onRemove != .keep {
                 // Without its key, the child just written could not be told from the ones to remove.
@@ -202,18 +220,26 @@ extension ModelStore {
         let table = quoteIdentifier(child.table)
         let foreignKey = quoteIdentifier(relationship.foreignKey)
         let placeholder = database.dialect.placeholder(1)
-        let keptSet = Set(kept)
         let present = try database.rows("SELECT \(childKey) FROM \(table) WHERE \(foreignKey) = \(placeholder)", .positional([parentKey]))
             .map { $0[0] }
-        // Every child just written is under this parent, so its key must be among these as the database spells it;
-        // if one is not (a key stored in another form than written), which rows are gone cannot be told: refuse.
-        let presentSet = Set(present)
-        if let unmatched = kept.first(where: { !presentSet.contains($0) }) {
-            throw MappingError(typeName: path.root, property: here, value: "\(unmatched)",
-                               message: "a child's key reads back from '\(child.table)' in another form than it was written, so the rows no longer in the array cannot be told apart; nothing was removed (use an integer or text key)")
+        // The children just written, as the database spells their keys (a timestamptz key reads back in the
+        // server's text, not as written): the database compares the keys, and the two lists compare exactly.
+        var keptAsStored: Set<ExactValue> = []
+        for start in stride(from: 0, to: kept.count, by: GraphReading.keysPerQuery) {
+            let chunk = Array(kept[start..<min(start + GraphReading.keysPerQuery, kept.count)])
+            let list = chunk.indices.map { database.dialect.placeholder($0 + 2) }.joined(separator: ", ")
+            for row in try database.rows("SELECT \(childKey) FROM \(table) WHERE \(foreignKey) = \(placeholder) AND \(childKey) IN (\(list))",
+                                         .positional([parentKey] + chunk)) {
+                keptAsStored.insert(ExactValue(row[0]))
+            }
+        }
+        // Every child just written is under this parent; if one is not found so, which rows are gone cannot be told.
+        guard keptAsStored.count == kept.count else {
+            throw MappingError(typeName: path.root, property: here,
+                               message: "\(kept.count - keptAsStored.count) of the children just written could not be found again under the parent's key in '\(child.table)', so the rows no longer in the array cannot be told apart; nothing of the graph was saved")
         }
         for key in present {
-            guard !keptSet.contains(key) else { continue }
+            guard !keptAsStored.contains(ExactValue(key)) else { continue }
             try within(parent, path.appending(relationship.property)) {
                 switch relationship.onRemove {
                 case .delete:
@@ -234,6 +260,7 @@ extension ModelStore {
     func deleteOwned(_ layout: ModelLayout, keys: String, _ arguments: StatementArguments) throws {
         for relationship in layout.mapping?.relationships ?? [] where relationship.kind == .hasMany && relationship.onRemove != .keep {
             let child = try self.layout(named: relationship.model)
+            try requireExactLink(relationship, parent: layout, child: child, path: GraphPath(root: layout.typeName))
             let table = quoteIdentifier(child.table)
             let filter = "\(quoteIdentifier(relationship.foreignKey)) IN (\(keys))"
             switch relationship.onRemove {
@@ -251,6 +278,32 @@ extension ModelStore {
             case .keep:
                 break
             }
+        }
+    }
+
+    /// Refuses to delete or detach children by a foreign key that compares loosely with the parent's key (a
+    /// NOCASE collation, another type or affinity): `fk = 'A'` would also reach parent 'a''s children.
+    private func requireExactLink(_ relationship: Relationship, parent: ModelLayout, child: ModelLayout, path: GraphPath) throws {
+        let column = child.columns.named(relationship.foreignKey)
+        let key = parent.primaryKey.count == 1 ? parent.columns.named(parent.primaryKey[0]) : nil
+        let childKey = child.primaryKey.count == 1 ? child.columns.named(child.primaryKey[0]) : nil
+        var why: String?
+        if column == nil {
+            why = "table '\(child.table)' has no column '\(relationship.foreignKey)'"
+        } else if key == nil {
+            why = "\(parent.typeName) has no one-column primary key"
+        } else if let column, let key, column.affinity != key.affinity {
+            why = "'\(child.table).\(column.name)' (\(column.declaredType)) and '\(parent.table).\(key.name)' (\(key.declaredType)) store different kinds of value"
+        } else {
+            for (table, name) in [(child.table, column?.name), (parent.table, key?.name), (child.table, childKey?.name)] {
+                guard let name, !(try database.links(of: name, in: table).comparesExactly) else { continue }
+                why = "'\(table).\(name)' compares with a collation that folds case or accents"
+                break
+            }
+        }
+        if let why {
+            throw MappingError(typeName: path.root, property: path.described(relationship.property),
+                               message: "children are filed and removed by the foreign key and told apart by their keys, which must compare exactly, and \(why): a child could land under, or be taken for, a row it only resembles; nothing was changed")
         }
     }
 
@@ -297,9 +350,18 @@ extension ModelStore {
 struct GraphPath {
     let root: String
     var steps: [String] = []
+    /// The children written so far in this graph (or batch of graphs).
+    var written = WrittenChildren()
+
+    init(root: String, written: WrittenChildren = WrittenChildren()) {
+        self.root = root
+        self.written = written
+    }
 
     func appending(_ step: String) -> GraphPath {
-        GraphPath(root: root, steps: steps + [step])
+        var next = self
+        next.steps.append(step)
+        return next
     }
 
     /// The steps and then a property, as an error's property: `messages[3].text`.
@@ -315,4 +377,16 @@ protocol ElementsAsAny {
 
 extension Array: ElementsAsAny {
     var elementsAsAny: [Any] { map { $0 } }
+}
+
+/// Where each child row of a graph write was written, by model and key: a child met twice is a conflict.
+final class WrittenChildren {
+    private var places: [String: [ExactValue: String]] = [:]
+
+    /// Records a child's place; returns the place it was already written at, if any.
+    func record(model: String, key: DatabaseValue, at place: String) -> String? {
+        if let first = places[model]?[ExactValue(key)] { return first }
+        places[model, default: [:]][ExactValue(key)] = place
+        return nil
+    }
 }

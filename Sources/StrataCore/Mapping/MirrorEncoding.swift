@@ -11,13 +11,13 @@ enum MirrorEncoding {
                        dateStorage: DateStorage = .iso8601Text) throws -> EncodedRow {
         var related: [(property: String, value: Any?)] = []
         return try encode(value, typeName: typeName, datePrecision: datePrecision, dateStorage: dateStorage,
-                          relationships: [], related: &related)
+                          dateStorageByProperty: [:], relationships: [], related: &related)
     }
 
     /// `encode`, with the values of relationship properties put in `related` (nil for a nil optional) rather than
     /// written as columns.
     static func encode(_ value: Any, typeName: String, datePrecision: DatePrecision, dateStorage: DateStorage,
-                       relationships: Set<String>, related: inout [(property: String, value: Any?)]) throws -> EncodedRow {
+                       dateStorageByProperty: [String: DateStorage], relationships: Set<String>, related: inout [(property: String, value: Any?)]) throws -> EncodedRow {
         var row = EncodedRow()
         var mirror: Mirror? = Mirror(reflecting: value)
         var levels: [Mirror] = []
@@ -39,7 +39,8 @@ enum MirrorEncoding {
                 }
                 row.properties.append(label)
                 row.values.append(try databaseValue(child.value, typeName: typeName, property: label,
-                                                    datePrecision: datePrecision, dateStorage: dateStorage))
+                                                    datePrecision: datePrecision,
+                                                    dateStorage: dateStorageByProperty[label] ?? dateStorage))
             }
         }
         return row

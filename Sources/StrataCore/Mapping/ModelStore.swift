@@ -329,10 +329,31 @@ public final class ModelStore {
         guard layout.primaryKey.count == 1 else {
             throw MappingError(typeName: layout.typeName, message: "deleting what a \(layout.typeName) owns needs a one-column primary key")
         }
+        // The condition is evaluated once, into keys: run again after the owned rows are gone, a condition that
+        // reads them (dialogs holding spam) would match other rows, or none.
+        try requireUniqueKey(layout)
+        let key = quoteIdentifier(layout.primaryKey[0])
         return try database.withSavepoint {
-            try deleteOwned(layout, keys: "SELECT \(quoteIdentifier(layout.primaryKey[0])) FROM \(table)\(filter)", arguments)
-            try database.execute("DELETE FROM \(table)\(filter)", arguments)
-            return database.changes
+            var keys = try database.rows("SELECT \(key) FROM \(table)\(filter)", arguments).map { $0[0] }
+            var deleted = 0
+            // A NULL key (SQLite allows one outside an INTEGER PRIMARY KEY) names no row and owns none.
+            if keys.contains(.null) {
+                guard condition == nil else {
+                    throw MappingError(typeName: layout.typeName, column: layout.primaryKey[0],
+                                       message: "rows matching the condition have a NULL key, so they cannot be deleted by key with what they own; nothing was deleted")
+                }
+                keys.removeAll { $0 == .null }
+                try database.execute("DELETE FROM \(table) WHERE \(key) IS NULL", .none)
+                deleted += database.changes
+            }
+            for start in stride(from: 0, to: keys.count, by: GraphReading.keysPerQuery) {
+                let chunk = Array(keys[start..<min(start + GraphReading.keysPerQuery, keys.count)])
+                let list = chunk.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ")
+                try deleteOwned(layout, keys: list, .positional(chunk))
+                try database.execute("DELETE FROM \(table) WHERE \(key) IN (\(list))", .positional(chunk))
+                deleted += database.changes
+            }
+            return deleted
         }
     }
 
@@ -361,6 +382,7 @@ public final class ModelStore {
                                                   typeName: layout.typeName, properties: row.properties,
                                                   datePrecision: database.dialect.datePrecision,
                                                   dateStorage: database.dialect.dateStorage)
+                        binding?.fallback.dateStorageByProperty = mappings[layout.typeName]?.dateStorage ?? [:]
                     }
                     try binding?.bind(value)
                     try binding?.statement.run()
@@ -401,14 +423,23 @@ public final class ModelStore {
 
     /// The encoder of a type's rows, writing dates as finely as the database keeps them.
     func rowEncoding(_ typeName: String) -> RowEncoding {
-        RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision,
-                    dateStorage: database.dialect.dateStorage)
+        let encoding = RowEncoding(typeName: typeName, datePrecision: database.dialect.datePrecision,
+                                   dateStorage: database.dialect.dateStorage)
+        encoding.dateStorageByProperty = mappings[typeName]?.dateStorage ?? [:]
+        // Relationship properties are never columns: a graph write takes them from `related`, other writes
+        // (a delete by the value's key) leave them out.
+        encoding.relationships = Set(mappings[typeName]?.relationships.map(\.property) ?? [])
+        return encoding
     }
 
     /// The row of a value that is not `Encodable`, read with `Mirror`.
     private func mirrorRow(_ value: Any, typeName: String) throws -> EncodedRow {
-        try MirrorEncoding.encode(value, typeName: typeName, datePrecision: database.dialect.datePrecision,
-                                  dateStorage: database.dialect.dateStorage)
+        var related: [(property: String, value: Any?)] = []
+        return try MirrorEncoding.encode(value, typeName: typeName, datePrecision: database.dialect.datePrecision,
+                                         dateStorage: database.dialect.dateStorage,
+                                         dateStorageByProperty: mappings[typeName]?.dateStorage ?? [:],
+                                         relationships: Set(mappings[typeName]?.relationships.map(\.property) ?? []),
+                                         related: &related)
     }
 
     private func encode<T: Encodable>(_ value: T) throws -> EncodedRow {

@@ -29,6 +29,12 @@ func relationshipProblems(_ model: ModelMapping, layout: ModelLayout, layoutOf: 
         if !links.hasForeignKey && !links.isIndexed {
             problems.append("\(name): column '\(holder.table).\(column.name)' has neither a foreign key nor an index; add REFERENCES \(referenced.table)(\(key.name)), or at least CREATE INDEX … ON \(holder.table)(\(column.name))")
         }
+        if !(try database.links(of: key.name, in: referenced.table).comparesExactly) {
+            problems.append("\(name): the key '\(referenced.table).\(key.name)' compares with a collation that folds case or accents, so a value saved as 'A' updates the row 'a' while its children are filed under 'A'; give it an exact collation")
+        }
+        if !links.comparesExactly {
+            problems.append("\(name): column '\(holder.table).\(column.name)' compares with a collation that folds case or accents, so keys that differ ('a', 'A') match each other's rows; give it an exact collation (BINARY on SQLite, a deterministic one and not citext on PostgreSQL)")
+        }
         if column.affinity != key.affinity && !(column.declaredType.isEmpty) {
             problems.append("\(name): column '\(holder.table).\(column.name)' is \(column.declaredType) (\(column.affinity.rawValue)) but the key it names, '\(referenced.table).\(key.name)', is \(key.declaredType) (\(key.affinity.rawValue)); make them the same type")
         }

@@ -19,6 +19,8 @@ final class RowEncoding {
     /// How the database stores a `Date` (`SQLDialect.dateStorage`).
     let dateStorage: DateStorage
     var row = EncodedRow()
+    /// Properties whose dates are stored otherwise than the database's `dateStorage` (`<property dateStorage>`).
+    var dateStorageByProperty: [String: DateStorage] = [:]
     /// Relationship properties (`<hasMany>`, `<belongsTo>`), captured into `related` rather than written as columns.
     var relationships: Set<String> = []
     /// The relationship properties the value encoded, with their values (nil for a nil optional).
@@ -53,10 +55,16 @@ final class RowEncoding {
         row.values.append(value)
     }
 
+    /// How a property's dates are stored: its own setting, else the database's.
+    @inline(__always)
+    func dateStorage(for property: String) -> DateStorage {
+        dateStorageByProperty.isEmpty ? dateStorage : dateStorageByProperty[property] ?? dateStorage
+    }
+
     /// The database form of a non-primitive value: its own conversion if it has one, a single encoded value
     /// (raw-value enums), or JSON text for anything structured.
     func databaseValue<T: Encodable>(_ value: T, key: String) throws -> DatabaseValue {
-        if let date = value as? Date { return dateStorage.databaseValue(of: date, precision: datePrecision) }
+        if let date = value as? Date { return dateStorage(for: key).databaseValue(of: date, precision: datePrecision) }
         if let convertible = value as? any DatabaseValueConvertible { return convertible.databaseValue }
         let single = SingleValueCapture(encoding: self, key: key)
         do {

@@ -57,6 +57,9 @@ public protocol MigrationDatabase: DatabaseConnection {
     /// per schema): where each is, and the steps it records (`kind/identity`), so that a history looked for in a
     /// new place is not mistaken for a database where nothing ran.
     func otherHistories() throws -> [(location: String, steps: Set<String>)]
+    /// Why `MigrationOptions.backup` cannot be honoured on this database, and what to use instead: the refusal's
+    /// message on a backend that is no `BackupSource`.
+    var backupUnavailableReason: String { get }
 }
 
 extension MigrationDatabase {
@@ -69,6 +72,13 @@ extension MigrationDatabase {
 
     /// A SQLite database holds one history.
     public func otherHistories() throws -> [(location: String, steps: Set<String>)] { [] }
+
+    /// What `MigrationOptions.backup` copies: the connection itself where its backend can copy its database.
+    public var backupSource: (any BackupSource)? { self as? any BackupSource }
+
+    public var backupUnavailableReason: String {
+        "a backup (--backup, <database backup>) copies a SQLite database file; this \(dialect.backend.displayName) database has no backup Strata takes: back it up with the database's own tools before migrating, and migrate without --backup"
+    }
 }
 
 /// How long the statements of one step may wait for locks and run, as `MigrationOptions` sets them for it.

@@ -30,6 +30,11 @@ public struct MigrationOptions: Sendable, Equatable {
     /// How long each statement of every step may run (PostgreSQL's `statement_timeout`; a statement that runs longer
     /// fails its step, which is not retried); nil: the server's own setting, `.zero`: no limit. SQLite ignores it.
     public var statementTimeout: Duration?
+    /// A backup of the database taken before the first step runs (none when nothing is pending), into a directory
+    /// that keeps the newest `keep`; see `BackupOptions`. A backend without one (`MigrationDatabase.backupSource`,
+    /// PostgreSQL) refuses the plan (reason `backup`) before anything runs; a backup that fails stops the run with a
+    /// `BackupError` before any step runs.
+    public var backup: BackupOptions?
 
     /// The longest pause between two attempts of a step, however many retries came before.
     public static let maximumLockRetryDelay: Duration = .seconds(10)
@@ -37,7 +42,8 @@ public struct MigrationOptions: Sendable, Equatable {
     public init(contexts: Set<String> = [], strictOrder: Bool = false, includeMigrations: Bool = true,
                 includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60), expectedPlanID: String? = nil,
                 cancellation: MigrationCancellation? = nil, lockTimeout: Duration = .seconds(5), lockRetries: Int = 5,
-                lockRetryDelay: Duration = .milliseconds(500), statementTimeout: Duration? = nil) {
+                lockRetryDelay: Duration = .milliseconds(500), statementTimeout: Duration? = nil,
+                backup: BackupOptions? = nil) {
         self.contexts = contexts
         self.strictOrder = strictOrder
         self.includeMigrations = includeMigrations
@@ -49,6 +55,7 @@ public struct MigrationOptions: Sendable, Equatable {
         self.lockRetries = lockRetries
         self.lockRetryDelay = lockRetryDelay
         self.statementTimeout = statementTimeout
+        self.backup = backup
     }
 }
 
@@ -162,6 +169,9 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         case codeStep = "code-step"
         /// A registered code step the manifest does not list, or one registered twice.
         case codeRegistration = "code-registration"
+        /// A backup was asked for (`MigrationOptions.backup`) of a database whose backend has none Strata takes
+        /// (PostgreSQL); the message says what to use instead.
+        case backup
         /// `rehearse` cannot run the plan where nothing is kept: no room for a copy, a step being applied by another
         /// process right now, or a database whose backend offers no way to rehearse.
         case notRehearsable = "not-rehearsable"
@@ -280,6 +290,9 @@ public struct MigrationReport: Sendable, Equatable {
     public var cancelled = false
     /// When cancelled: the steps of the plan that did not run, in plan order.
     public var notRun: [String] = []
+    /// The backup taken before the first step (`MigrationOptions.backup`); nil when none was asked for or nothing
+    /// was pending.
+    public var backup: DatabaseBackup?
 }
 
 /// What `repair` changed.
@@ -333,4 +346,6 @@ public enum MigrationEvent: Sendable {
     case retrying(id: String, retry: Int, of: Int, delay: Duration, reason: String)
     /// Something the run found worth saying that stops nothing (foreign key violations that predate it).
     case notice(String)
+    /// The backup `MigrationOptions.backup` asked for is in place, checked and synced; no step has run yet.
+    case backedUp(DatabaseBackup)
 }

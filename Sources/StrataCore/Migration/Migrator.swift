@@ -250,6 +250,10 @@ public struct Migrator {
                 }
             }
         }
+        // Refused whether or not anything is pending, so a deploy finds out on its first run, not its first change.
+        if options.backup != nil && database.backupSource == nil {
+            refusals.append(Refusal(reason: .backup, id: backend.rawValue, message: database.backupUnavailableReason))
+        }
         if steps.contains(where: { if case .migration(let m) = $0.step { !m.runsInTransaction } else { false } }) {
             refusals += try database.unfinishedObjects().map {
                 Refusal(reason: .unfinished, id: $0.name,
@@ -262,7 +266,8 @@ public struct Migrator {
         }
         refusals += lintFindings(pendingMigrations)
             .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
-        let id = forMigrate && options.expectedPlanID == nil ? "" : try planID(steps)
+        // A backup is named with the plan it precedes.
+        let id = forMigrate && options.expectedPlanID == nil && options.backup == nil ? "" : try planID(steps)
         if let expected = options.expectedPlanID, expected != id {
             refusals.append(Refusal(reason: .planChanged, id: expected,
                 message: "the plan changed since it was reviewed (plan id \(expected), now \(id)): a file or the database changed; run 'strata plan' again"))
@@ -332,7 +337,19 @@ public struct Migrator {
                         progress: ((MigrationEvent) -> Void)? = nil) throws -> MigrationReport {
         let plan = try plan(options, forMigrate: true)
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
-        return try run(plan.steps, options, watcher: nil, progress)
+        var backup: DatabaseBackup?
+        if let backupOptions = options.backup, !plan.steps.isEmpty {
+            if options.cancellation?.isCancelled == true {
+                var report = MigrationReport()
+                report.cancelled = true
+                report.notRun = plan.steps.map(\.step.id)
+                return report
+            }
+            backup = try takeBackup(backupOptions, planID: plan.id, progress)
+        }
+        var report = try run(plan.steps, options, watcher: nil, progress)
+        report.backup = backup
+        return report
     }
 
     /// Applies `steps` (a plan without refusals) in order; `watcher` sees each step before and after it runs.
@@ -429,6 +446,19 @@ public struct Migrator {
             }
         }
         return report
+    }
+
+    /// Copies the database into the backup directory before any step runs: a backup that cannot be taken, checked
+    /// and synced stops the run here, with nothing applied.
+    private func takeBackup(_ options: BackupOptions, planID: String,
+                            _ progress: ((MigrationEvent) -> Void)?) throws -> DatabaseBackup {
+        guard let source = database.backupSource else {
+            throw MigrationError.refused([Refusal(reason: .backup, id: backend.rawValue, message: database.backupUnavailableReason)])
+        }
+        let backup = try BackupDirectory(options).take(from: source, planID: planID)
+        progress?(.backedUp(backup))
+        for problem in backup.notRemoved { progress?(.notice(problem)) }
+        return backup
     }
 
     /// After a failed step: lets the database finish its rollback and says whether it did, and counts the steps

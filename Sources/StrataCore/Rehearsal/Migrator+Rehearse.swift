@@ -16,6 +16,9 @@ extension Migrator {
     /// `MigrationError.refused` before anything runs, as `migrate` does.
     public func rehearse(_ options: MigrationOptions = MigrationOptions(),
                          progress: ((MigrationEvent) -> Void)? = nil) throws -> RehearsalReport {
+        // A rehearsal writes nothing to the database, so it has nothing to back up.
+        var options = options
+        options.backup = nil
         guard let rehearsable = database as? any RehearsableDatabase else {
             throw MigrationError.refused([Refusal(reason: .notRehearsable, id: database.dialect.backend.rawValue,
                 message: "\(type(of: database)) offers no place to rehearse a plan (a copy or a transaction that is rolled back); rehearse runs on Strata's SQLite and PostgreSQL connections")])

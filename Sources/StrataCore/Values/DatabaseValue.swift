@@ -165,12 +165,24 @@ extension Date: DatabaseValueConvertible {
     /// Dates are stored as UTC ISO-8601 text (`2024-05-01T09:30:00Z`, milliseconds when present),
     /// which sorts and compares correctly in SQL. This is SQLite's form; a statement on another database writes a
     /// date at that database's precision (`SQLDialect.datePrecision`) when the `Date` itself is its argument.
-    public var databaseValue: DatabaseValue { .text(ISO8601.format(self)) }
+    public var databaseValue: DatabaseValue { databaseValue(precision: .milliseconds) }
 
-    /// The date as UTC ISO-8601 text rounded to `precision`.
+    /// The date as UTC ISO-8601 text rounded to `precision`; NaN (`Date.unstorableValue`) for a date no text
+    /// can hold.
     public func databaseValue(precision: DatePrecision) -> DatabaseValue {
-        .text(ISO8601.format(self, precision: precision))
+        isStorable ? .text(ISO8601.format(self, precision: precision)) : Date.unstorableValue
     }
+
+    /// Whether the date has a written form: a finite number of seconds, within ±2^53 of 1970 (ISO-8601 text would
+    /// write a clamped date, or 1970 for NaN, in silence).
+    var isStorable: Bool {
+        // Both writers' limits: the millisecond one counts from 1970, the microsecond one from 2001.
+        abs(timeIntervalSince1970) <= 9_007_199_254_740_992 && abs(timeIntervalSinceReferenceDate) <= 9_007_199_254_740_992
+    }
+
+    /// What a NaN or infinite date converts to: NaN, which SQLite refuses to bind (it would store NULL) and a
+    /// PostgreSQL date or timestamp column refuses to take, so such a date is an error, never a stored 1970.
+    static let unstorableValue = DatabaseValue.real(.nan)
     /// Reads ISO-8601 text (date only, with or without time, fraction and offset) or unix seconds (from 4714 BC
     /// through 9999, as `DateStorage` reads them). A row read from a database that stores dates otherwise reads a
     /// number as that database's storage counts (`Row.get`, `ModelStore`).

@@ -20,6 +20,16 @@ public enum DateStorage: Sendable, Equatable {
     /// 4714 BC), to the millisecond; SQL reads it with `datetime(x)`.
     case julianDay
 
+    /// The storage a manifest names (`<property dateStorage="unixSeconds">`): the case's name.
+    public init?(manifestName: String) {
+        switch manifestName {
+        case "iso8601Text": self = .iso8601Text
+        case "unixSeconds": self = .unixSeconds
+        case "julianDay": self = .julianDay
+        default: return nil
+        }
+    }
+
     /// The Julian day of 1970-01-01T00:00:00Z.
     static let unixEpochJulianDay = 2_440_587.5
     /// Unix seconds of Julian day 0 and of the first instant after 9999-12-31T23:59:59.999Z (Julian day 5373484.5).
@@ -28,6 +38,7 @@ public enum DateStorage: Sendable, Equatable {
 
     /// `date` as this storage keeps it; ISO-8601 text is rounded to `precision`.
     public func databaseValue(of date: Date, precision: DatePrecision) -> DatabaseValue {
+        guard date.isStorable else { return Date.unstorableValue }
         switch self {
         case .iso8601Text:
             return date.databaseValue(precision: precision)

@@ -149,4 +149,110 @@ final class DateStorageTests: XCTestCase {
             XCTAssertEqual(try db.scalar("SELECT at FROM t", as: Date.self), date, "\(storage)")
         }
     }
+
+    // MARK: Per column
+
+    struct Stamp: Codable, Equatable { var id: Int; var at: Date; var seen: Date?; var logged: Date }
+    final class PlainStamp {
+        let id: Int, at: Date, seen: Date?, logged: Date
+        init(id: Int, at: Date, seen: Date?, logged: Date) { (self.id, self.at, self.seen, self.logged) = (id, at, seen, logged) }
+    }
+
+    /// `<property dateStorage>` overrides the database's storage for one column, on every write path of the mapper,
+    /// and reads that column's numbers the same way.
+    func testAPropertysDateStorageOverridesTheDatabasesForItsColumn() throws {
+        let manifest = try Manifest.load(xml: """
+            <manifest version="1"><database path="x.sqlite"/><models>
+              <model type="Stamp" table="stamp">
+                <property name="at" dateStorage="unixSeconds"/>
+                <property name="seen" column="seen_jd" dateStorage="julianDay"/>
+              </model>
+              <model type="PlainStamp" table="stamp">
+                <property name="at" dateStorage="unixSeconds"/>
+                <property name="seen" column="seen_jd" dateStorage="julianDay"/>
+              </model>
+            </models></manifest>
+            """, directory: NSTemporaryDirectory())
+        XCTAssertEqual(manifest.models.first?.dateStorage, ["at": .unixSeconds, "seen": .julianDay])
+        let db = try Database() // the database stores dates as ISO-8601 text
+        try db.executeScript("CREATE TABLE stamp (id INTEGER PRIMARY KEY, at NOT NULL, seen_jd, logged NOT NULL);")
+        let store = ModelStore(database: db, manifest: manifest)
+        let stamp = Stamp(id: 1, at: date, seen: date, logged: date)
+        try store.insert(stamp)
+        try store.insert(contentsOf: [Stamp(id: 2, at: date, seen: date, logged: date)])
+        try store.save(Stamp(id: 3, at: date, seen: date, logged: date))
+        try store.insert(PlainStamp(id: 4, at: date, seen: date, logged: date))
+        let julian = try XCTUnwrap(db.scalar("SELECT julianday('2023-11-14T22:13:20.123Z')", as: Double.self))
+        for row in try db.query("SELECT at, seen_jd, logged FROM stamp ORDER BY id").all() {
+            XCTAssertEqual(row[0], .real(1_700_000_000.123))
+            guard case .real(let day) = row[1] else { return XCTFail("\(row[1]) is not a REAL") }
+            XCTAssertEqual(day, julian, accuracy: 1e-9)
+            XCTAssertEqual(row[2], .text("2023-11-14T22:13:20.123Z"), "a column without its own setting follows the database")
+        }
+        let read = try store.fetchAll(Stamp.self, where: "1 = 1 ORDER BY id", .none)
+        XCTAssertEqual(read.count, 4)
+        for stamp in read {
+            XCTAssertEqual(stamp.at, date)
+            XCTAssertEqual(try XCTUnwrap(stamp.seen).timeIntervalSince1970, date.timeIntervalSince1970, accuracy: 0.000_5)
+            XCTAssertEqual(stamp.logged, date)
+        }
+        // Read without the setting, the unix seconds would be taken as unix seconds too, but a Julian day number
+        // would be a date in 1970: the setting is what reads it right.
+        let unmapped = try ModelStore(database: db).fetchAll(Stamp.self, sql: "SELECT id, at, seen_jd AS seen, logged FROM stamp", .none)
+        XCTAssertNotEqual(unmapped.first?.seen, read.first?.seen)
+        // A number that is no date in the column's storage is an error naming the column and its storage's range.
+        try db.execute("UPDATE stamp SET seen_jd = -5 WHERE id = 1", .none)
+        XCTAssertThrowsError(try store.fetchAll(Stamp.self)) { error in
+            XCTAssertTrue("\(error)".contains("seen_jd"), "\(error)")
+            XCTAssertTrue("\(error)".contains("Julian day"), "\(error)")
+        }
+    }
+
+    func testTheManifestRefusesAnUnknownDateStorageAndAnEmptyProperty() throws {
+        for (property, expected) in [(#"<property name="at" dateStorage="epoch"/>"#, "epoch"),
+                                     (#"<property name="at"/>"#, "says nothing")] {
+            XCTAssertThrowsError(try Manifest.load(xml: """
+                <manifest version="1"><database path="x.sqlite"/><models><model type="Stamp">\(property)</model></models></manifest>
+                """, directory: NSTemporaryDirectory())) { error in
+                XCTAssertTrue("\(error)".contains(expected), "\(error)")
+            }
+        }
+    }
+
+    // MARK: Dates with no stored form
+
+    /// A NaN or infinite `Date`, and a NaN `Double`, are refused on every write path and storage: SQLite would
+    /// store NULL for NaN, and ISO-8601 text would have been 1970-01-01 (or a clamped date) in silence.
+    func testANaNOrInfiniteDateAndANaNDoubleAreRefusedNotStored() throws {
+        struct Reading: Codable { var id: Int; var at: Date; var value: Double }
+        final class PlainReading { let id: Int, at: Date, value: Double; init(id: Int, at: Date, value: Double) { (self.id, self.at, self.value) = (id, at, value) } }
+        for storage in [DateStorage.iso8601Text, .unixSeconds, .julianDay] {
+            let db = try Database(configuration: .init(dateStorage: storage))
+            try db.executeScript("CREATE TABLE reading (id INTEGER PRIMARY KEY, at, value); CREATE TABLE plain_reading (id INTEGER PRIMARY KEY, at, value);")
+            let store = ModelStore(database: db)
+            for bad in [Date(timeIntervalSince1970: .nan), Date(timeIntervalSince1970: .infinity), Date(timeIntervalSince1970: -.infinity)] {
+                let writes: [(String, () throws -> Void)] = [
+                    ("fragment", { try db.execute("INSERT INTO reading VALUES (1, \(bad), 0)") }),
+                    ("argument", { try db.execute("INSERT INTO reading VALUES (?, ?, 0)", [1, bad]) }),
+                    ("insert", { try store.insert(Reading(id: 1, at: bad, value: 0)) }),
+                    ("batch", { try store.insert(contentsOf: [Reading(id: 1, at: bad, value: 0)]) }),
+                    ("save", { try store.save(Reading(id: 1, at: bad, value: 0)) }),
+                    ("mirror", { try store.insert(PlainReading(id: 1, at: bad, value: 0)) }),
+                ]
+                for (path, write) in writes {
+                    XCTAssertThrowsError(try write(), "\(storage) \(path) \(bad.timeIntervalSince1970)") { error in
+                        XCTAssertTrue("\(error)".contains("NaN"), "\(error)")
+                    }
+                    XCTAssertEqual(try db.scalar("SELECT (SELECT count(*) FROM reading) + (SELECT count(*) FROM plain_reading)", as: Int.self), 0,
+                                   "\(storage) \(path)")
+                }
+            }
+            XCTAssertThrowsError(try db.execute("INSERT INTO reading VALUES (1, NULL, ?)", [Double.nan]))
+            XCTAssertThrowsError(try store.insert(contentsOf: [Reading(id: 1, at: date, value: .nan)]))
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM reading", as: Int.self), 0)
+            // Infinity is a REAL SQLite keeps, as a Double; only as a Date is it refused.
+            try db.execute("INSERT INTO reading VALUES (1, NULL, ?)", [Double.infinity])
+            XCTAssertEqual(try db.scalar("SELECT value FROM reading", as: Double.self), .infinity)
+        }
+    }
 }

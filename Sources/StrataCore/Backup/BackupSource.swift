@@ -1,0 +1,15 @@
+/// A database that can copy itself into a file while other connections use it: what `MigrationOptions.backup`
+/// needs from a backend. SQLite's `Database` adopts it with SQLite's online backup API.
+public protocol BackupSource {
+    /// The database file's name (not its directory), which backups are named after; nil for a database that no file
+    /// holds (in memory, temporary), of which no backup is taken.
+    var backupBaseName: String? { get }
+    /// The mode bits of the database file, which its backups get too: a backup holds every row, so it must not be
+    /// readable by more users than the database is. Nil where there is no file.
+    var backupFileMode: UInt32? { get }
+    /// Writes one committed state of the database into `path`, an empty file this process created, waiting up to the
+    /// connection's busy timeout for a moment when it may read; then checks the copy (`PRAGMA integrity_check`, on a
+    /// connection of its own, so what is checked is the file) and syncs it to disk. Throws when any of it fails, and
+    /// leaves what it wrote for the caller to remove.
+    func writeBackup(to path: String) throws
+}
