@@ -124,6 +124,18 @@ final class RehearseTests: XCTestCase {
         }
     }
 
+    /// A rehearsal writes nothing, so a backup asked for is not taken, nor refused where backups cannot be taken
+    /// (PostgreSQL).
+    func testARehearsalTakesNoBackupWhateverTheOptionsSay() throws {
+        try forEachBackend { backend in
+            let project = try self.project(backend, pending: ["002_change.sql": Self.change])
+            let backups = project.root.appendingPathComponent("backups")
+            let report = try project.migrator().rehearse(MigrationOptions(backup: BackupOptions(directory: backups.path)))
+            XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: backups.path), "the rehearsal wrote a backup")
+        }
+    }
+
     func testASeedIsRehearsedWithTheRowsItLoads() throws {
         try forEachBackend(needing: .seeds) { backend in
             let project = try Project(self, backend: backend, manifestBody: """
