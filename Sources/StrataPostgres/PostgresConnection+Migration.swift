@@ -18,6 +18,8 @@ extension PostgresConnection: MigrationDatabase {
     public var stepLocks: any StepLocking { PostgresStepLocks(connection: self) }
 
     public func withWriteLock<T>(_ body: () throws -> T) throws -> T {
+        // A rehearsal holds the deployers' lock and one transaction for the whole plan: each step is a savepoint.
+        if isRehearsing { return try withSavepoint(body) }
         try acquireDeployLock()
         defer { releaseDeployLock() }
         return try withTransaction(body)
@@ -39,7 +41,7 @@ extension PostgresConnection: MigrationDatabase {
     }
 
     /// Polls for the deployers' lock until `lockTimeout`; the error names the session holding it.
-    private func acquireDeployLock() throws {
+    func acquireDeployLock() throws {
         guard !holdsDeployLock else { return }
         let deadline = ContinuousClock.now + lockTimeout
         var pause = Duration.milliseconds(10)
@@ -57,7 +59,7 @@ extension PostgresConnection: MigrationDatabase {
         }
     }
 
-    private func releaseDeployLock() {
+    func releaseDeployLock() {
         guard holdsDeployLock else { return }
         holdsDeployLock = false
         _ = try? execute("SELECT pg_advisory_unlock($1::int4, $2::int4)", [PostgresLocks.namespace, PostgresLocks.deploy])
@@ -277,7 +279,9 @@ struct PostgresSessionReset: SessionSnapshot {
     let connection: PostgresConnection
 
     func restore() throws {
-        if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
+        // A rehearsal's transaction holds every step: the session is reset inside it (each statement here may run in
+        // a transaction block), and the rollback at its end undoes the rest.
+        if connection.isInTransaction && !connection.isRehearsing { _ = try? connection.executeSimple("ROLLBACK") }
         try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; DEALLOCATE ALL")
         connection.prepared.forgetAll()
         try connection.executeSimple(connection.sessionSettings)

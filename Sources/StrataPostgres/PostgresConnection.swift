@@ -32,6 +32,8 @@ public final class PostgresConnection {
     let savepointPrefix = UInt32.random(in: 0...UInt32.max)
     /// Whether this session holds the deployers' advisory lock (`withWriteLock`).
     var holdsDeployLock = false
+    /// Set while a rehearsal's transaction is open (`PostgresRehearsalStage`): each step runs in a savepoint of it.
+    var isRehearsing = false
     /// Names the session a migration's statement waited for when it gives up (armed by `limitStatements`).
     let lockWatch = PostgresLockWatch()
     /// The session holding `transaction="none"` steps' claims (`PostgresStepLocks`), opened on first use.

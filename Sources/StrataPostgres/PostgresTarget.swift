@@ -38,6 +38,11 @@ public struct PostgresTarget: DatabaseTarget {
         return connection
     }
 
+    /// As for writing: the rehearsal writes inside a transaction it rolls back, which a hot standby cannot open.
+    public func openForRehearsal(timeout: Duration) throws -> any MigrationDatabase {
+        try openForWriting(timeout: timeout)
+    }
+
     public func openForReading() throws -> any MigrationDatabase {
         try PostgresConnection(url: url, schema: historySchema)
     }

@@ -58,6 +58,8 @@ final class ConnectionAuthorizer {
     var control: TransactionControl?
     /// True while Strata runs a statement of its own that the current rules would refuse (`TransactionState.check`).
     var suspended = false
+    /// On a rehearsal's copy: what the rehearsal watches and refuses (`RehearsalRules`), whatever the rules.
+    var rehearsal: RehearsalRules?
 
     init(connection: OpaquePointer) {
         self.connection = connection
@@ -75,11 +77,22 @@ final class ConnectionAuthorizer {
                 state.control = TransactionControl(action: action, operation: first.map { String(cString: $0) },
                                                    name: second.map { String(cString: $0) })
             }
-            guard state.rules != nil, !state.suspended else { return SQLITE_OK }
-            guard let reason = state.decide(action, first.map { String(cString: $0) }, second.map { String(cString: $0) },
-                                            database.map { String(cString: $0) }) else { return SQLITE_OK }
-            Denials.shared[state.connection] = reason
-            return SQLITE_DENY
+            let rules = state.rules != nil && !state.suspended
+            guard rules || state.rehearsal != nil else { return SQLITE_OK }
+            let (first, second, database) = (first.map { String(cString: $0) }, second.map { String(cString: $0) },
+                                             database.map { String(cString: $0) })
+            if rules, let reason = state.decide(action, first, second, database) {
+                Denials.shared[state.connection] = reason
+                return SQLITE_DENY
+            }
+            // On a rehearsal's copy, after the rules: what it must see, and what would reach outside the copy.
+            switch state.rehearsal?.decide(action, first, second, database) ?? .allow {
+            case .allow: return SQLITE_OK
+            case .countRowByRow: return SQLITE_IGNORE
+            case .deny(let reason):
+                Denials.shared[state.connection] = reason
+                return SQLITE_DENY
+            }
         }, Unmanaged.passUnretained(self).toOpaque())
     }
 

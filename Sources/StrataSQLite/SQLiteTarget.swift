@@ -47,6 +47,19 @@ public struct SQLiteTarget: DatabaseTarget {
         try openReadOnly()
     }
 
+    /// Only read: the rehearsal copies the database with the backup API and runs the plan on the copy. Opened
+    /// read-write with `query_only` on, not read-only: on a database in WAL mode a read-only connection leaves the
+    /// `-wal` and `-shm` files it made behind, where the last read-write connection to close removes them.
+    public func openForRehearsal(timeout: Duration) throws -> any MigrationDatabase {
+        guard exists else { return try Database(.inMemory) }
+        let database = try Self.opening(path) {
+            try Database(path: path, configuration: Database.Configuration(busyTimeout: timeout))
+        }
+        try Self.refuseWithoutFile(database, source: source)
+        try database.execute("PRAGMA query_only = ON", .none)
+        return database
+    }
+
     public func schema() throws -> String {
         try openReadOnly().canonicalSchema(excluding: ["strata_history"])
     }

@@ -60,6 +60,20 @@ enum CLI {
                     valueOptions: manifestOptions.union(["timeout"]).union(stepOptions).union(backupOptions),
                     repeatableOptions: ["context"], flags: ["no-backup"],
                     details: backupOptionsHelp + "\n\n" + stepOptionsHelp),
+        CommandSpec(name: "rehearse", summary: "run the pending plan where nothing is kept and report what migrate would do",
+                    usage: "strata rehearse --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS] [--lock-timeout SECONDS] [--statement-timeout SECONDS]",
+                    valueOptions: manifestOptions.union(["timeout", "lock-timeout", "statement-timeout"]),
+                    repeatableOptions: ["context"], flags: ["strict-order"],
+                    details: """
+                        Applies the pending plan to a throwaway copy of a SQLite database (made with SQLite's online backup
+                        API, in a temporary directory, removed afterwards), or on PostgreSQL inside one transaction that is
+                        rolled back, and reports each step: its duration, the rows it inserts, updates and deletes per table,
+                        the locks it takes (PostgreSQL), the failure with file:line:column, and the schema difference.
+                        transaction="none" steps are not rehearsed on PostgreSQL. Writes nothing to the database.
+                        --lock-timeout SECONDS (PostgreSQL): how long a step's statement may wait for a lock (default 5);
+                        a step that gives up fails the rehearsal (migrate would retry it).
+                        Exit 0 when the plan would succeed, 1 when a step would fail, 3 when refused.
+                        """),
         CommandSpec(name: "status", summary: "show every step: applied, pending, drifted, missing or dirty",
                     usage: "strata status --manifest PATH [--database PATH] [--context NAME]...",
                     valueOptions: manifestOptions, repeatableOptions: ["context"],

@@ -29,6 +29,7 @@ struct Commands {
         case "new": return try newMigration()
         case "schema": return try schema()
         case "diff": return try diff()
+        case "rehearse": return try rehearse()
         case "check": return try check()
         case "completion": return try completion()
         default: throw UsageError("unknown command '\(invocation.spec.name)'")
@@ -60,7 +61,7 @@ struct Commands {
         }
     }
 
-    private var options: MigrationOptions {
+    var options: MigrationOptions {
         get throws {
             var options = MigrationOptions(contexts: Set(invocation.all("context")), strictOrder: invocation.has("strict-order"),
                                            waitTimeout: try timeout, expectedPlanID: invocation.value("plan-id"))

@@ -71,6 +71,26 @@ final class ReadmeExampleTests: XCTestCase {
         XCTAssertEqual(run.output, #"["Go", "Done"] ["-", "Ada"] 0"# + "\n")
     }
 
+    func testTheRehearsalExampleReportsTheStepAndLeavesTheDatabaseAsItWas() throws {
+        let examples = try ReadmeExamples()
+        let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("try migrator.rehearse()") },
+                                  "README.md no longer holds the rehearsal example")
+        if let output = try examples.build([block])[block.target] {
+            return XCTFail("\(block) does not compile as written:\n\(output)")
+        }
+        let run = try examples.run(block, test: self)
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(run.output, """
+            applied 005_phones.sql
+              members 0 2 0 3 3
+            added column phone
+            true ["005_phones.sql"]
+
+            """)
+        let db = try Database(path: run.directory.appendingPathComponent("library.sqlite").path)
+        XCTAssertFalse(try db.columnExists("phone", in: "members"), "the rehearsal changed the database")
+    }
+
     func testTheSchemaDifferenceExampleListsWhatTheRolledBackMigrationWouldChange() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("struct Rehearsed: Error") },

@@ -12,6 +12,10 @@ public protocol DatabaseTarget {
     func openForWriting(timeout: Duration) throws -> any MigrationDatabase
     /// Opens it read-only; a database that does not exist yet reads as an empty one and is not created.
     func openForReading() throws -> any MigrationDatabase
+    /// Opens it for a rehearsal (`Migrator.rehearse`), waiting up to `timeout` for another process's lock: where the
+    /// plan runs on a copy (SQLite) the database is only read, and one that does not exist yet rehearses as an empty
+    /// one and is not created; where it runs in a transaction that is rolled back (PostgreSQL), as for writing.
+    func openForRehearsal(timeout: Duration) throws -> any MigrationDatabase
     /// The user schema as SQL text in a stable order, without Strata's own history table (for reviews and diffs).
     func schema() throws -> String
 }

@@ -172,6 +172,9 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         /// A backup was asked for (`MigrationOptions.backup`) of a database whose backend has none Strata takes
         /// (PostgreSQL); the message says what to use instead.
         case backup
+        /// `rehearse` cannot run the plan where nothing is kept: no room for a copy, a step being applied by another
+        /// process right now, or a database whose backend offers no way to rehearse.
+        case notRehearsable = "not-rehearsable"
     }
 
     public let reason: Reason

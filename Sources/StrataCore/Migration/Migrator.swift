@@ -20,7 +20,7 @@ public struct Migrator {
     public let manifest: Manifest
     public let database: any MigrationDatabase
     /// The bodies of code steps, by name (`register(_:_:)`).
-    private var codeBodies: [String: CodeBody] = [:]
+    var codeBodies: [String: CodeBody] = [:]
     /// Names registered more than once: refused before anything runs rather than one body silently replacing another.
     private var registeredTwice: [String] = []
     private var history: any HistoryStorage { database.history }
@@ -198,7 +198,7 @@ public struct Migrator {
 
     /// For `migrate`, seed rows are not counted and the plan id is computed only when one is expected: both would
     /// read pending files once more.
-    private func plan(_ options: MigrationOptions, forMigrate: Bool) throws -> MigrationPlan {
+    func plan(_ options: MigrationOptions, forMigrate: Bool) throws -> MigrationPlan {
         let statuses = try status(options)
         var refusals = registrationRefusals + refusals(for: statuses, options)
         if !manifest.backends.contains(backend) {
@@ -337,18 +337,28 @@ public struct Migrator {
                         progress: ((MigrationEvent) -> Void)? = nil) throws -> MigrationReport {
         let plan = try plan(options, forMigrate: true)
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
-        var report = MigrationReport()
-        if let backup = options.backup, !plan.steps.isEmpty {
+        var backup: DatabaseBackup?
+        if let backupOptions = options.backup, !plan.steps.isEmpty {
             if options.cancellation?.isCancelled == true {
+                var report = MigrationReport()
                 report.cancelled = true
                 report.notRun = plan.steps.map(\.step.id)
                 return report
             }
-            report.backup = try takeBackup(backup, planID: plan.id, progress)
+            backup = try takeBackup(backupOptions, planID: plan.id, progress)
         }
+        var report = try run(plan.steps, options, watcher: nil, progress)
+        report.backup = backup
+        return report
+    }
+
+    /// Applies `steps` (a plan without refusals) in order; `watcher` sees each step before and after it runs.
+    func run(_ steps: [PlannedStep], _ options: MigrationOptions, watcher: (any StepWatcher)?,
+             _ progress: ((MigrationEvent) -> Void)?) throws -> MigrationReport {
+        var report = MigrationReport()
         // Violations already in the database are not blamed on a step: each is checked for those it makes.
         var foreignKeys = try database.foreignKeyBaseline(excusingCurrent: false)
-        if plan.steps.contains(where: { $0.step.kind == .migration }) {
+        if steps.contains(where: { $0.step.kind == .migration }) {
             do {
                 foreignKeys = try database.foreignKeyBaseline(excusingCurrent: true)
                 if foreignKeys.count > 0 {
@@ -360,15 +370,16 @@ public struct Migrator {
                 progress?(.notice("foreign keys cannot be checked before the run (\(error.message)); each migration is checked after it runs"))
             }
         }
-        for (index, planned) in plan.steps.enumerated() {
+        for (index, planned) in steps.enumerated() {
             // Between steps only: a step is finished or rolled back, never abandoned half-way.
             if options.cancellation?.isCancelled == true {
                 report.cancelled = true
-                report.notRun = plan.steps[index...].map(\.step.id)
+                report.notRun = steps[index...].map(\.step.id)
                 return report
             }
             // Each migration starts from the connection as the run opened it (see `SessionSnapshot`).
             let snapshot = planned.step.kind == .seed ? nil : try database.sessionSnapshot()
+            try watcher?.willRun(planned.step)
             progress?(.started(planned.step, planned.reason))
             do {
                 let outcome: StepOutcome
@@ -393,6 +404,7 @@ public struct Migrator {
                     let step = AppliedStep(kind: planned.step.kind, id: planned.step.id, reason: planned.reason,
                                            durationMs: durationMs, rowCount: rows)
                     report.applied.append(step)
+                    try watcher?.didRun(planned.step, step)
                     progress?(.finished(step))
                 case .alreadyApplied:
                     report.alreadyApplied.append(planned.step.id)
@@ -401,7 +413,7 @@ public struct Migrator {
                 report.failure = failure
             } catch is Cancelled {
                 report.cancelled = true
-                report.notRun = plan.steps[index...].map(\.step.id)
+                report.notRun = steps[index...].map(\.step.id)
                 return report
             } catch let error as DatabaseError where error.sql == "COMMIT TRANSACTION" {
                 // Statements ran, then COMMIT failed (disk full in WAL mode, I/O error): the step's failure all the same.

@@ -1,0 +1,117 @@
+extension Migrator {
+    /// Runs the pending plan where nothing it does is kept, and reports step by step what `migrate` would do:
+    /// each step's duration, the rows it would insert, update and delete per table, the locks it would take
+    /// (PostgreSQL), the failure with its file, line and column if one would fail, and the schema difference
+    /// between the database as it is and as it would be.
+    ///
+    /// ```swift
+    /// let report = try Migrator(manifest: manifest, database: db).rehearse()
+    /// if let failure = report.failure { print("would fail:", failure) }   // "sql/005_x.sql:3:1: no such table: …"
+    /// ```
+    /// On SQLite the plan runs on a copy made with SQLite's online backup API (consistent while other processes
+    /// write) in a temporary directory, removed at the end: the database's file is only read. On PostgreSQL every
+    /// transactional step runs inside one transaction that is rolled back at the end, never committed (a process
+    /// killed part-way leaves nothing either); `transaction="none"` steps are not rehearsed, and the report says so.
+    /// Refusals (drift, dirty steps, no room for the copy, a step another process is applying now) throw
+    /// `MigrationError.refused` before anything runs, as `migrate` does.
+    public func rehearse(_ options: MigrationOptions = MigrationOptions(),
+                         progress: ((MigrationEvent) -> Void)? = nil) throws -> RehearsalReport {
+        // A rehearsal writes nothing to the database, so it has nothing to back up.
+        var options = options
+        options.backup = nil
+        guard let rehearsable = database as? any RehearsableDatabase else {
+            throw MigrationError.refused([Refusal(reason: .notRehearsable, id: database.dialect.backend.rawValue,
+                message: "\(type(of: database)) offers no place to rehearse a plan (a copy or a transaction that is rolled back); rehearse runs on Strata's SQLite and PostgreSQL connections")])
+        }
+        // What would stop migrate stops the rehearsal, found on the database itself before a copy is made.
+        let refusals = try plan(options, forMigrate: true).refusals + status(options).filter { $0.state == .running }.map {
+            Refusal(reason: .notRehearsable, id: $0.id,
+                    message: "\($0.id) is being applied now by \($0.record?.runner ?? "another process"), which holds its lock; rehearse once it is done (the database holds it half-applied until then)")
+        }
+        guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
+        let stage = try rehearsable.rehearsalStage(options)
+        var report: RehearsalReport
+        do {
+            report = try rehearse(on: stage, options, progress)
+        } catch {
+            _ = try? stage.discard()
+            throw error
+        }
+        report.sequences = try stage.discard()
+        return report
+    }
+
+    private func rehearse(on stage: any RehearsalStage, _ options: MigrationOptions,
+                          _ progress: ((MigrationEvent) -> Void)?) throws -> RehearsalReport {
+        var staged = Migrator(manifest: manifest, database: stage.database)
+        staged.codeBodies = codeBodies
+        let stageOptions = stage.options(for: options)
+        // Planned again where it runs: the stage is the database at one moment, and the plan is what it holds then.
+        let plan = try staged.plan(stageOptions, forMigrate: true)
+        guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
+        let before = try stage.database.schemaSnapshot()
+        var notRehearsed: [String: String] = [:]
+        for planned in plan.steps {
+            if let reason = stage.reasonNotRehearsed(planned.step) { notRehearsed[Self.key(planned.step)] = reason }
+        }
+        let watcher = RehearsalWatcher(stage: stage)
+        let run = try staged.run(plan.steps.filter { notRehearsed[Self.key($0.step)] == nil }, stageOptions,
+                                 watcher: watcher, progress)
+
+        var report = RehearsalReport(stage: stage.summary)
+        report.failure = run.failure
+        report.cancelled = run.cancelled
+        let applied = Dictionary(run.applied.map { (Self.key($0.kind, $0.id), $0) }, uniquingKeysWith: { first, _ in first })
+        var stopped = false
+        for planned in plan.steps {
+            let key = Self.key(planned.step)
+            guard !stopped else {
+                report.notRun.append(planned.step.id)
+                continue
+            }
+            var step = RehearsedStep(kind: planned.step.kind, id: planned.step.id, reason: planned.reason, outcome: .applied)
+            if let reason = notRehearsed[key] {
+                step.outcome = .notRehearsed
+                step.note = reason
+            } else if let done = applied[key] {
+                step.durationMs = done.durationMs
+                step.rowCount = done.rowCount
+                (step.tables, step.locks) = watcher.observed[key] ?? ([], [])
+            } else if run.alreadyApplied.contains(planned.step.id) {
+                step.outcome = .alreadyApplied
+            } else if let failure = run.failure, failure.id == planned.step.id, failure.kind == planned.step.kind {
+                step.outcome = .failed
+                stopped = true
+            } else {
+                // Not run: the run stopped before it (cancelled).
+                stopped = true
+                report.notRun.append(planned.step.id)
+                continue
+            }
+            report.steps.append(step)
+        }
+        report.schemaChanges = try SchemaDifference(from: before, to: try stage.database.schemaSnapshot()).changes
+        return report
+    }
+
+    private static func key(_ step: PlanStep) -> String { key(step.kind, step.id) }
+    private static func key(_ kind: StepKind, _ id: String) -> String { kind.rawValue + "/" + id }
+
+    /// Hands each step to the stage before and after it runs, and keeps what the stage measured.
+    private final class RehearsalWatcher: StepWatcher {
+        let stage: any RehearsalStage
+        var observed: [String: (tables: [TableRowChanges], locks: [TableLock])] = [:]
+
+        init(stage: any RehearsalStage) {
+            self.stage = stage
+        }
+
+        func willRun(_ step: PlanStep) throws {
+            try stage.willRun(step)
+        }
+
+        func didRun(_ step: PlanStep, _ applied: AppliedStep) throws {
+            observed[Migrator.key(step)] = try stage.didRun(step)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+/// What `Migrator.rehearse` found: the pending plan run where nothing it does is kept (a copy of a SQLite database;
+/// on PostgreSQL one transaction, rolled back), step by step, with the schema difference it makes.
+public struct RehearsalReport: Sendable, Equatable {
+    /// Where the plan ran, for people: `on a copy of library.sqlite (48 KiB) in /tmp/.strata-rehearsal-Ab12Cd, …`,
+    /// `in one transaction on postgresql://…, rolled back at the end, …`.
+    public var stage: String
+    /// The plan's steps in order up to the one that failed (included), or all of them: each applied, failed,
+    /// or not rehearsed (with the reason).
+    public var steps: [RehearsedStep] = []
+    /// The step that would fail, at its file, line and column; nil when every rehearsed step succeeded.
+    public var failure: StepFailure?
+    /// How the schema would change: the database as it is turned into the database as `migrate` would leave it
+    /// (after a failure, with the steps before it applied, as `migrate` keeps them).
+    public var schemaChanges: [SchemaChange] = []
+    /// Sequences the rehearsal drew values from (PostgreSQL): a rollback does not put them back.
+    public var sequences: [SequenceAdvance] = []
+    /// The run was stopped between steps (`MigrationOptions.cancellation`).
+    public var cancelled = false
+    /// Steps of the plan that did not run: those after the failure, or after the stop.
+    public var notRun: [String] = []
+
+    public init(stage: String) {
+        self.stage = stage
+    }
+
+    /// True when no step failed and the run was not stopped. Steps that were not rehearsed (`RehearsedStep.note`
+    /// says why) are not known to succeed.
+    public var wouldSucceed: Bool { failure == nil && !cancelled }
+
+    /// The steps that could not be rehearsed.
+    public var notRehearsed: [RehearsedStep] { steps.filter { $0.outcome == .notRehearsed } }
+}
+
+/// One step of a rehearsal.
+public struct RehearsedStep: Sendable, Equatable {
+    public enum Outcome: String, Sendable, Equatable {
+        /// It ran and would be applied.
+        case applied
+        /// It would fail (`RehearsalReport.failure`).
+        case failed
+        /// It did not run, for the reason in `note`: running it would reach outside the rehearsal, or could not be
+        /// undone.
+        case notRehearsed = "not-rehearsed"
+        /// Another process applied it while the rehearsal waited.
+        case alreadyApplied = "already-applied"
+    }
+
+    public let kind: StepKind
+    public let id: String
+    public let reason: PlanReason
+    public var outcome: Outcome
+    /// How long it took on the rehearsal's database; nil when it did not run to its end.
+    public var durationMs: Int?
+    /// Rows a seed loaded.
+    public var rowCount: Int?
+    /// The tables whose rows it changed, by name.
+    public var tables: [TableRowChanges] = []
+    /// Locks it took on relations that existed before it (PostgreSQL), sorted by relation. `migrate` holds each
+    /// until the step commits, so at most `durationMs`.
+    public var locks: [TableLock] = []
+    /// Why it was not rehearsed.
+    public var note: String?
+
+    public init(kind: StepKind, id: String, reason: PlanReason, outcome: Outcome) {
+        self.kind = kind
+        self.id = id
+        self.reason = reason
+        self.outcome = outcome
+    }
+}
+
+/// The rows one step changed in one table. Each number is nil where it cannot be known exactly, and `note` says
+/// why; a number is never a guess.
+public struct TableRowChanges: Sendable, Equatable {
+    /// The table, as the database names it (PostgreSQL: schema-qualified).
+    public let table: String
+    public var inserted: Int?
+    public var updated: Int?
+    public var deleted: Int?
+    /// The table's rows before and after the step, where they were counted (SQLite; on PostgreSQL only after a step
+    /// that replaced the table's storage); nil also for a table the step created (before) or dropped (after).
+    public var rowsBefore: Int?
+    public var rowsAfter: Int?
+    /// What to know about these numbers: the table was created, dropped or rebuilt by the step, the database
+    /// cannot split its changes, or rows went that the database did not report one by one.
+    public var note: String?
+
+    public init(table: String, inserted: Int? = nil, updated: Int? = nil, deleted: Int? = nil,
+                rowsBefore: Int? = nil, rowsAfter: Int? = nil, note: String? = nil) {
+        self.table = table
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.rowsBefore = rowsBefore
+        self.rowsAfter = rowsAfter
+        self.note = note
+    }
+}
+
+/// A lock a step took (PostgreSQL's `pg_locks`): which relation, in which mode, and what it keeps other sessions
+/// from doing while it is held.
+public struct TableLock: Sendable, Equatable {
+    /// The relation, schema-qualified.
+    public let relation: String
+    /// The lock mode, as PostgreSQL names it (`AccessExclusiveLock`).
+    public let mode: String
+    /// What waits behind it: `reads and writes`, `writes`, …
+    public let blocks: String
+
+    public init(relation: String, mode: String, blocks: String) {
+        self.relation = relation
+        self.mode = mode
+        self.blocks = blocks
+    }
+}
+
+/// A sequence the rehearsal drew values from: a rollback does not undo that, so the next value `migrate` or the
+/// application gets is later than it would have been. Other sessions may have drawn values meanwhile too.
+public struct SequenceAdvance: Sendable, Equatable {
+    /// The sequence, schema-qualified.
+    public let sequence: String
+    /// The last value handed out before the rehearsal, nil when none ever was.
+    public let before: Int64?
+    /// The last value handed out after it.
+    public let after: Int64?
+
+    public init(sequence: String, before: Int64?, after: Int64?) {
+        self.sequence = sequence
+        self.before = before
+        self.after = after
+    }
+}

@@ -1,0 +1,27 @@
+/// A database whose pending plan can be rehearsed: it makes a stage, a place where the plan runs and from which
+/// nothing it does reaches the database (SQLite: a copy; PostgreSQL: one transaction that is never committed).
+package protocol RehearsableDatabase: MigrationDatabase {
+    /// Sets the stage up (makes the copy, opens the transaction). The caller ends it with `discard()`.
+    func rehearsalStage(_ options: MigrationOptions) throws -> any RehearsalStage
+}
+
+/// Where a rehearsal runs the plan, and what it measures around each step there. Used from one thread.
+package protocol RehearsalStage: AnyObject {
+    /// The connection the plan runs on.
+    var database: any MigrationDatabase { get }
+    /// Where the plan runs, for the report.
+    var summary: String { get }
+    /// The options the plan runs with on this stage (PostgreSQL: a step that gives up waiting for a lock is not
+    /// retried, since the rehearsal's transaction keeps every lock the steps before it took).
+    func options(for options: MigrationOptions) -> MigrationOptions
+    /// Why `step` cannot run here, or nil: running it would reach outside the stage (a file SQLite would attach)
+    /// or could not be undone (PostgreSQL's `transaction="none"` statements).
+    func reasonNotRehearsed(_ step: PlanStep) -> String?
+    /// Called right before `step` runs.
+    func willRun(_ step: PlanStep) throws
+    /// Called right after `step` was applied: the rows it changed per table and the locks it took.
+    func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock])
+    /// Ends the rehearsal so that nothing it did remains (the copy removed, the transaction rolled back), and returns
+    /// what even that cannot undo (sequence values drawn). Called once, whatever happened before.
+    func discard() throws -> [SequenceAdvance]
+}

@@ -1,0 +1,225 @@
+import StrataCore
+
+/// Rehearsals on PostgreSQL run every transactional step inside one transaction on the database itself, each step
+/// in a savepoint of it, and roll the transaction back at the end: it is never committed, so a process killed
+/// part-way leaves nothing either (the server rolls back a transaction whose session ends). The deployers' advisory
+/// lock is held throughout, so a `migrate` waits for the rehearsal and the other way round.
+extension PostgresConnection: RehearsableDatabase {
+    package func rehearsalStage(_ options: MigrationOptions) throws -> any RehearsalStage {
+        try PostgresRehearsalStage(connection: self, options: options)
+    }
+}
+
+/// What each step did inside the rehearsal's transaction, read from the catalog: rows per table from
+/// `pg_stat_xact_user_tables` (the current transaction's counts), locks from `pg_locks` of this session, and at
+/// the end the sequences a rollback cannot put back.
+final class PostgresRehearsalStage: RehearsalStage {
+    private let connection: PostgresConnection
+    let summary: String
+    /// Each sequence's last value handed out when the rehearsal began (nil: none yet), by oid.
+    private var sequences: [Int64: (name: String, value: Int64?)] = [:]
+    /// Per table, at the start of the step now running: the transaction's counts and the table's storage.
+    private var counters: [Int64: Counters] = [:]
+    /// The user relations that existed when the step now running began.
+    private var relations: Set<Int64> = []
+    /// The relation locks this session held when the step now running began.
+    private var locks: Set<HeldLock> = []
+    private var open = true
+
+    private struct Counters {
+        let name: String
+        let inserted: Int64
+        let updated: Int64
+        let deleted: Int64
+        let storage: Int64
+    }
+
+    private struct HeldLock: Hashable {
+        let relation: Int64
+        let mode: String
+    }
+
+    init(connection: PostgresConnection, options: MigrationOptions) throws {
+        guard !connection.isInTransaction else {
+            throw DatabaseError(kind: .misuse, code: nil, message: "rehearse opens its own transaction; this connection has one open")
+        }
+        self.connection = connection
+        let lockTimeout = PostgresConnection.milliseconds(max(options.lockTimeout, .zero))
+        summary = "in one transaction on \(connection.name), rolled back at the end, never committed (lock_timeout \(lockTimeout == 0 ? "none" : "\(lockTimeout) ms") for each step); each step's locks are held until then"
+        // Taken before the transaction, as migrate takes it: waiting for it holds no snapshot.
+        try connection.acquireDeployLock()
+        do {
+            try connection.executeSimple("BEGIN; SET LOCAL lock_timeout = \(lockTimeout)")
+            // A statement that would end the transaction is refused before it runs (`confirmTransactionOpen`).
+            connection.transactionOwner = "the rehearsal"
+            connection.isRehearsing = true
+            sequences = try readSequences()
+        } catch {
+            end()
+            throw error
+        }
+    }
+
+    var database: any MigrationDatabase { connection }
+
+    /// A step that gives up waiting for a lock is not retried: a retry inside the rehearsal's transaction would keep
+    /// every lock the steps before it took while it waits. The failure says that `migrate` retries.
+    func options(for options: MigrationOptions) -> MigrationOptions {
+        var options = options
+        options.lockRetries = 0
+        return options
+    }
+
+    func reasonNotRehearsed(_ step: PlanStep) -> String? {
+        guard case .migration(let migration) = step, !migration.runsInTransaction else { return nil }
+        return "transaction=\"none\": its statements cannot run inside the rehearsal's transaction, and outside one they could not be undone; the steps after it run without what it does"
+    }
+
+    func willRun(_ step: PlanStep) throws {
+        counters = try readCounters()
+        relations = Set(try connection.rows("""
+            SELECT c.oid::int8 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE \(Self.userSchema("n.nspname"))
+            """, .none).map { try $0.get(0, as: Int64.self) })
+        locks = Set(try readLocks().map { HeldLock(relation: $0.oid, mode: $0.mode) })
+    }
+
+    func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock]) {
+        let after = try readCounters()
+        var tables: [TableRowChanges] = []
+        for (oid, now) in after {
+            guard let before = counters[oid] else {
+                let rows = [now.inserted, now.updated, now.deleted]
+                guard rows.contains(where: { $0 != 0 }) else { continue }
+                tables.append(TableRowChanges(table: now.name, inserted: Int(now.inserted), updated: Int(now.updated),
+                                              deleted: Int(now.deleted), note: "created by this step"))
+                continue
+            }
+            let (inserted, updated, deleted) = (now.inserted - before.inserted, now.updated - before.updated,
+                                                now.deleted - before.deleted)
+            // TRUNCATE gives the table new storage and resets the transaction's counts of it; so does a rewrite
+            // (ALTER COLUMN … TYPE). PostgreSQL counts no row either removes, so no number is given.
+            if now.storage != before.storage || inserted < 0 || updated < 0 || deleted < 0 {
+                let rows = try connection.scalar("SELECT count(*) FROM \(now.name)", .none, as: Int.self)
+                tables.append(TableRowChanges(table: now.name, rowsAfter: rows,
+                    note: "its storage was replaced by this step (TRUNCATE, or a rewrite such as ALTER COLUMN … TYPE): PostgreSQL counts no row that removed, so the rows changed are not known; the rows after it are counted"))
+            } else if inserted != 0 || updated != 0 || deleted != 0 {
+                tables.append(TableRowChanges(table: now.name, inserted: Int(inserted), updated: Int(updated), deleted: Int(deleted)))
+            }
+        }
+        for (oid, before) in counters where after[oid] == nil {
+            tables.append(TableRowChanges(table: before.name, note: "dropped by this step, with its rows (not counted on PostgreSQL)"))
+        }
+        let taken = try readLocks().filter { lock in
+            // An index's weak locks come with its table's (every write takes RowExclusiveLock on each index).
+            relations.contains(lock.oid) && !locks.contains(HeldLock(relation: lock.oid, mode: lock.mode))
+                && !(lock.isIndex && Self.strength(lock.mode) <= Self.strength("RowExclusiveLock"))
+        }
+        return (tables.sorted { $0.table < $1.table },
+                taken.map { TableLock(relation: $0.name, mode: $0.mode, blocks: Self.blocks($0.mode)) }
+                    .sorted { ($0.relation, Self.strength($0.mode)) < ($1.relation, Self.strength($1.mode)) })
+    }
+
+    /// Rolls the transaction back and releases the deployers' lock; then reads again the sequences the rehearsal
+    /// drew from, which the rollback did not put back. `nextval` and `setval` take `RowExclusiveLock` on a sequence
+    /// for the whole transaction (PostgreSQL gives a sequence's lock to the top transaction), so the locks held at
+    /// the end name every one, a failed step's included.
+    func discard() throws -> [SequenceAdvance] {
+        guard open else { return [] }
+        let drawn = (try? readLocks().filter { $0.mode == "RowExclusiveLock" && sequences[$0.oid] != nil }.map(\.oid)) ?? []
+        end()
+        guard !connection.isInTransaction else {
+            throw DatabaseError(kind: .other, code: nil, message: "the rehearsal's transaction could not be rolled back; close the connection, which ends it without committing")
+        }
+        return try Set(drawn).sorted().compactMap { oid -> SequenceAdvance? in
+            guard let before = sequences[oid] else { return nil }
+            let now = try readSequence(before.name)
+            return now == before.value ? nil : SequenceAdvance(sequence: before.name, before: before.value, after: now)
+        }
+    }
+
+    private func end() {
+        open = false
+        connection.transactionOwner = nil
+        connection.isRehearsing = false
+        if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
+        connection.releaseDeployLock()
+    }
+
+    // MARK: Reading the catalog
+
+    /// A schema condition leaving out PostgreSQL's own (and other sessions' temporary schemas).
+    private static func userSchema(_ column: String) -> String {
+        "\(column) NOT IN ('pg_catalog', 'information_schema') AND \(column) NOT LIKE 'pg\\_%'"
+    }
+
+    /// Every user table's counts in this transaction, and its storage (`relfilenode`), without Strata's history and
+    /// temporary tables (a seed's staging table).
+    private func readCounters() throws -> [Int64: Counters] {
+        var result: [Int64: Counters] = [:]
+        for row in try connection.rows("""
+            SELECT s.relid::int8, format('%I.%I', s.schemaname, s.relname), s.n_tup_ins, s.n_tup_upd, s.n_tup_del,
+                   c.relfilenode::int8
+            FROM pg_catalog.pg_stat_xact_user_tables s JOIN pg_catalog.pg_class c ON c.oid = s.relid
+            WHERE NOT (s.schemaname = $1 AND s.relname = $2) AND \(Self.userSchema("s.schemaname"))
+            """, [connection.historySchema, PostgresHistory.table]) {
+            result[try row.get(0, as: Int64.self)] = Counters(
+                name: try row.get(1), inserted: try row.get(2), updated: try row.get(3), deleted: try row.get(4),
+                storage: try row.get(5))
+        }
+        return result
+    }
+
+    /// The relation locks this session holds, on user relations other than Strata's history and its indexes.
+    private func readLocks() throws -> [(oid: Int64, name: String, mode: String, isIndex: Bool)] {
+        try connection.rows("""
+            SELECT l.relation::int8, format('%I.%I', n.nspname, c.relname), l.mode, c.relkind IN ('i', 'I')
+            FROM pg_catalog.pg_locks l
+            JOIN pg_catalog.pg_class c ON c.oid = l.relation JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE l.pid = pg_catalog.pg_backend_pid() AND l.granted AND l.locktype = 'relation'
+              AND \(Self.userSchema("n.nspname"))
+              AND NOT (n.nspname = $1 AND c.relname LIKE 'strata\\_history%')
+            """, [connection.historySchema]).map { (try $0.get(0), try $0.get(1), try $0.get(2), try $0.get(3)) }
+    }
+
+    /// The last value each sequence this user may read has handed out (nil: none yet). Read from the sequences
+    /// themselves (`pg_sequences` would take `RowExclusiveLock` on every one, hiding which the steps drew from).
+    private func readSequences() throws -> [Int64: (name: String, value: Int64?)] {
+        var result: [Int64: (name: String, value: Int64?)] = [:]
+        for row in try connection.rows("""
+            SELECT c.oid::int8, format('%I.%I', n.nspname, c.relname)
+            FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind = 'S' AND \(Self.userSchema("n.nspname")) AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
+            """, .none) {
+            let name: String = try row.get(1)
+            result[try row.get(0, as: Int64.self)] = (name, try readSequence(name))
+        }
+        return result
+    }
+
+    /// `name` is as the server quoted it (`format('%I.%I')`).
+    private func readSequence(_ name: String) throws -> Int64? {
+        try connection.scalar("SELECT CASE WHEN is_called THEN last_value END FROM \(name)", .none, as: Int64.self)
+    }
+
+    /// What a lock mode keeps other sessions from doing while it is held (PostgreSQL's table-level lock modes).
+    static func blocks(_ mode: String) -> String {
+        switch mode {
+        case "AccessShareLock": "only ACCESS EXCLUSIVE (DROP, TRUNCATE, most ALTER TABLE)"
+        case "RowShareLock": "EXCLUSIVE and ACCESS EXCLUSIVE locks"
+        case "RowExclusiveLock": "schema changes and CREATE INDEX; not reads or row writes"
+        case "ShareUpdateExclusiveLock": "schema changes, VACUUM and CREATE INDEX; not reads or row writes"
+        case "ShareLock": "row writes and schema changes; reads go on"
+        case "ShareRowExclusiveLock": "row writes and schema changes; reads go on"
+        case "ExclusiveLock": "row writes and schema changes; plain reads go on"
+        case "AccessExclusiveLock": "every query on it, reads included"
+        default: "other sessions' conflicting locks"
+        }
+    }
+
+    /// Weakest first, for a stable order.
+    private static func strength(_ mode: String) -> Int {
+        ["AccessShareLock", "RowShareLock", "RowExclusiveLock", "ShareUpdateExclusiveLock", "ShareLock",
+         "ShareRowExclusiveLock", "ExclusiveLock", "AccessExclusiveLock"].firstIndex(of: mode) ?? 8
+    }
+}

@@ -1,0 +1,68 @@
+import StrataCore
+
+/// Rehearsals on SQLite run the plan on a copy of the database (`RehearsalCopy`), counting the rows each step
+/// changes there (`RowChangeWatch`); the database itself is only read, once, by the backup.
+extension Database: RehearsableDatabase {
+    package func rehearsalStage(_ options: MigrationOptions) throws -> any RehearsalStage {
+        try SQLiteRehearsalStage(source: self)
+    }
+}
+
+final class SQLiteRehearsalStage: RehearsalStage {
+    private let copy: RehearsalCopy
+    private let watch: RowChangeWatch
+    let summary: String
+
+    init(source: Database) throws {
+        let copy = try RehearsalCopy(of: source)
+        do {
+            watch = try RowChangeWatch(copy.database)
+        } catch {
+            try? copy.remove()
+            throw error
+        }
+        self.copy = copy
+        summary = source.path.map {
+            "on a copy of \(displayPath($0)) (\(RehearsalCopy.size(copy.bytes))) in \(copy.directory), made with SQLite's online backup API and removed afterwards"
+        } ?? "on a new, empty database in \(copy.directory) (the database has no file yet), removed afterwards"
+    }
+
+    var database: any MigrationDatabase { copy.database }
+
+    func options(for options: MigrationOptions) -> MigrationOptions { options }
+
+    /// A file that attaches another database (or writes one with `VACUUM INTO`) would reach outside the copy.
+    /// Found ahead in files up to the lint's size; in larger ones the authorizer refuses the statement when it runs
+    /// (`RehearsalRules`), and the step fails saying so.
+    func reasonNotRehearsed(_ step: PlanStep) -> String? {
+        guard case .migration(let migration) = step, let file = try? RegularFile(path: migration.path),
+              file.size <= Self.readAhead, let bytes = try? file.read(upTo: Self.readAhead + 1),
+              let section = try? migration.format.upSection(of: bytes) else { return nil }
+        for statement in SQLLint.statements(in: Array(bytes[section.range])).statements {
+            let words = statement.words
+            if words.first == "ATTACH" || (words.first == "VACUUM" && words.contains("INTO")) {
+                let line = statement.line + section.startLine - 1
+                return "\(displayPath(migration.path)):\(line): \(words.first == "ATTACH" ? "ATTACH" : "VACUUM INTO") would open, and could create or change, a file outside the rehearsal's copy; the steps after it run without what it does"
+            }
+        }
+        return nil
+    }
+
+    /// As `Migrator.lintSizeLimit`: larger files are not read ahead.
+    private static let readAhead = 4 << 20
+
+    func willRun(_ step: PlanStep) throws {
+        watch.begin()
+    }
+
+    func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock]) {
+        (try watch.finish(), [])
+    }
+
+    /// SQLite has no sequences outside the copy: what the copy's `AUTOINCREMENT` counters did goes with it.
+    func discard() throws -> [SequenceAdvance] {
+        watch.uninstall()
+        try copy.remove()
+        return []
+    }
+}

@@ -1,0 +1,134 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Strata
+
+/// `strata rehearse`: asks the library to run the pending plan where nothing is kept, renders what it found.
+extension Commands {
+    func rehearse() throws -> Int32 {
+        let manifest = try self.manifest()
+        let target = try target(manifest)
+        let path = target.name
+        var options = try self.options
+        let signals = StopSignals(command: "rehearse")
+        options.cancellation = signals.cancellation
+        let database: any MigrationDatabase
+        do {
+            database = try target.openForRehearsal(timeout: try timeout)
+        } catch let error as DatabaseError where error.kind == .readOnly {
+            throw MigrationError.refused([Refusal(reason: .readOnly, id: "", message: error.message)])
+        }
+        var progress = ProgressLine(enabled: output.showsProgress)
+        let report = try Migrator(manifest: manifest, database: database).rehearse(options) { event in
+            switch event {
+            case .seedProgress(let id, let rows, let read, let total):
+                progress.update(id: id, rows: rows, bytesRead: read, totalBytes: total)
+            case .scriptProgress(let id, let read, let total):
+                progress.update(id: id, bytesRead: read, totalBytes: total)
+            case .finished:
+                progress.clear()
+            case .waiting(let message), .notice(let message):
+                output.log(message)
+            case .started, .retrying, .backedUp:
+                break
+            }
+        }
+        progress.clear()
+        output.object(["command": "rehearse", "database": .string(path), "stage": .string(report.stage),
+                       "wouldSucceed": .bool(report.wouldSucceed), "steps": .array(report.steps.map(Self.json)),
+                       "failure": report.failure.map(Self.json) ?? .null,
+                       "schemaChanges": .array(report.schemaChanges.map(Self.json)),
+                       "sequences": .array(report.sequences.map(Self.json)),
+                       "stoppedBy": report.cancelled ? .string(StopSignals.name(signals.received ?? SIGINT)) : .null,
+                       "notRun": .array(report.notRun.map(JSON.string))])
+        let applied = report.steps.filter { $0.outcome == .applied }.count
+        output.line(report.steps.isEmpty && report.notRun.isEmpty ? "Nothing to rehearse: \(path) is up to date."
+                    : "Rehearsed \(report.stage):")
+        let width = report.steps.map(\.id.count).max() ?? 0
+        for step in report.steps {
+            output.line(Self.rehearsedLines(step, width: width))
+            if step.outcome == .failed, let failure = report.failure { output.line("      \(failure)") }
+        }
+        if !report.schemaChanges.isEmpty {
+            output.line("schema changes (\(report.schemaChanges.count)):")
+            for change in report.schemaChanges { output.line(Self.line(change)) }
+        }
+        if !report.sequences.isEmpty {
+            output.line("sequences the rehearsal drew from (a rollback does not put them back; other sessions may have drawn too):")
+            for sequence in report.sequences {
+                output.line("  \(sequence.sequence): \(sequence.before.map(String.init) ?? "none") → \(sequence.after.map(String.init) ?? "none")")
+            }
+        }
+        let skipped = report.notRehearsed.count
+        let untried = skipped == 0 ? "" : "; \(counted(skipped, "step")) not rehearsed, so not known to succeed"
+        if report.cancelled {
+            let number = signals.received ?? SIGINT
+            output.error("strata rehearse: stopped by \(StopSignals.name(number)) after \(counted(applied, "step")); not rehearsed: \(report.notRun.joined(separator: ", ")). Nothing was changed.")
+            return 128 + number
+        }
+        if let failure = report.failure {
+            output.error("strata rehearse: \(failure)")
+            output.error("  migrate would fail at \(failure.id): it would apply \(counted(applied, "step")) before it and stop there\(untried). Nothing was changed.")
+            return ExitCode.stepFailed
+        }
+        if !report.steps.isEmpty {
+            output.line("migrate would apply \(counted(applied, "step")) to \(path)\(untried). Nothing was changed.")
+        }
+        return ExitCode.success
+    }
+
+    /// `  applied  migration  005_x.sql  3 ms`, then a line per table changed and per lock taken.
+    static func rehearsedLines(_ step: RehearsedStep, width: Int) -> String {
+        var line = "  " + step.outcome.rawValue.padded(to: 14) + step.kind.rawValue.padded(to: 11)
+            + step.id.padded(to: max(width, step.id.count))
+        if let duration = step.durationMs { line += "  " + "\(duration) ms".leftPadded(to: 8) }
+        if let rows = step.rowCount { line += "  \(formatCount(rows)) rows loaded" }
+        if step.reason != .pending { line += "  (\(step.reason.rawValue))" }
+        while line.hasSuffix(" ") { line.removeLast() }
+        var lines = [line]
+        if let note = step.note { lines.append("      \(note)") }
+        for table in step.tables { lines.append("      " + tableLine(table)) }
+        if !step.locks.isEmpty {
+            lines.append("      locks, which migrate holds until the step commits\(step.durationMs.map { " (\($0) ms here)" } ?? ""):")
+        }
+        for lock in step.locks { lines.append("        \(lock.mode) on \(lock.relation): blocks \(lock.blocks)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `books: 2 inserted, 1 updated, 0 deleted (5 rows → 6)`, with what is unknown left out and the note after.
+    static func tableLine(_ change: TableRowChanges) -> String {
+        var parts: [String] = []
+        if let inserted = change.inserted { parts.append("\(formatCount(inserted)) inserted") }
+        if let updated = change.updated { parts.append("\(formatCount(updated)) updated") }
+        if let deleted = change.deleted { parts.append("\(formatCount(deleted)) deleted") }
+        var line = change.table + ": " + (parts.isEmpty ? "rows changed not known" : parts.joined(separator: ", "))
+        if change.rowsBefore != nil || change.rowsAfter != nil {
+            line += " (rows \(change.rowsBefore.map(formatCount) ?? "–") → \(change.rowsAfter.map(formatCount) ?? "–"))"
+        }
+        if let note = change.note { line += "; " + note }
+        return line
+    }
+
+    static func json(_ step: RehearsedStep) -> JSON {
+        ["kind": .string(step.kind.rawValue), "id": .string(step.id), "reason": .string(step.reason.rawValue),
+         "outcome": .string(step.outcome.rawValue), "durationMs": .optional(step.durationMs), "rows": .optional(step.rowCount),
+         "tables": .array(step.tables.map(json)), "locks": .array(step.locks.map(json)), "note": .optional(step.note)]
+    }
+
+    static func json(_ change: TableRowChanges) -> JSON {
+        ["table": .string(change.table), "inserted": .optional(change.inserted), "updated": .optional(change.updated),
+         "deleted": .optional(change.deleted), "rowsBefore": .optional(change.rowsBefore),
+         "rowsAfter": .optional(change.rowsAfter), "note": .optional(change.note)]
+    }
+
+    static func json(_ lock: TableLock) -> JSON {
+        ["relation": .string(lock.relation), "mode": .string(lock.mode), "blocks": .string(lock.blocks)]
+    }
+
+    static func json(_ sequence: SequenceAdvance) -> JSON {
+        ["sequence": .string(sequence.sequence), "before": sequence.before.map { .integer($0) } ?? .null,
+         "after": sequence.after.map { .integer($0) } ?? .null]
+    }
+}
