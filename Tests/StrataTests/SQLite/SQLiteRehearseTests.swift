@@ -255,6 +255,10 @@ final class SQLiteRehearseTests: XCTestCase {
         }
         writer.start()
         defer { stop.cancel() }
+        // Wait for the writer's first commit: the step touches no row of an empty table, so it reports none.
+        let reader = try Database(path: path)
+        let started = Date().addingTimeInterval(60)
+        while try reader.scalar("SELECT count(*) FROM pairs", as: Int.self) ?? 0 == 0, Date() < started { usleep(1_000) }
         var seen: [Int] = []
         let deadline = Date().addingTimeInterval(60)
         while seen.count < 5 || Set(seen).count < 2, Date() < deadline {
