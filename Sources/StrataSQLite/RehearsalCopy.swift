@@ -85,6 +85,9 @@ final class RehearsalCopy {
         } catch {
             try? Self.removeDirectory(made.directory)
             close(made.lock)
+            // Once `database` is set the object is whole and `deinit` runs when this throws: it must not close the
+            // same number again, which by then may be another file's descriptor.
+            lockDescriptor = -1
             throw error
         }
     }

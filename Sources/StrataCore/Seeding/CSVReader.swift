@@ -106,7 +106,9 @@ final class CSVReader {
         self.path = path
         self.displayName = displayName ?? path
         self.delimiter = delimiter
-        descriptor = open(path, O_RDONLY)
+        // Made before the file is opened: a throw after it would leave the descriptor and buffers to no deinit.
+        hasher = hashing ? try NormalizingHasher(content: .csv) : nil
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw CSVError(file: displayName ?? path, line: 0, column: 0,
                            message: "cannot open: \(String(cString: strerror(errno)))")
@@ -123,7 +125,6 @@ final class CSVReader {
         buffer = .allocate(capacity: capacity)
         slots = .allocate(capacity: slotCapacity)
         record = CSVRecord(buffer: buffer, slots: slots, count: 0)
-        hasher = hashing ? try NormalizingHasher(content: .csv) : nil
     }
 
     deinit {

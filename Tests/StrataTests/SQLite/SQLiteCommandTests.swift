@@ -141,10 +141,8 @@ final class SQLiteCommandTests: XCTestCase {
                                                 "sql/3_c.sql": "CREATE TABLE c (x);"])
         // A reader holds the database open, so the first step's COMMIT waits (rollback journal: a writer needs the
         // readers gone to commit). That pins the run inside step 1 while the signal arrives.
-        let reader = try project.database()
-        try reader.execute("CREATE TABLE pre (x)")
-        try reader.execute("BEGIN")
-        XCTAssertEqual(try reader.scalar("SELECT count(*) FROM pre", as: Int.self), 0)
+        try project.database().execute("CREATE TABLE pre (x)")
+        let reader = try ReaderProcess(database: project.databasePath, table: "pre")
         let (process, _, err) = try startStrata(["migrate", "--manifest", project.manifestPath], in: project.root)
         let stderr = PipeWatcher(err)
         let deadline = Date().addingTimeInterval(60)
@@ -153,7 +151,7 @@ final class SQLiteCommandTests: XCTestCase {
         }
         kill(process.processIdentifier, SIGINT)
         XCTAssertTrue(stderr.wait(for: "SIGINT received", from: process), stderr.text)
-        try reader.execute("COMMIT")
+        try reader.release()
         process.waitUntilExit()
         XCTAssertEqual(process.terminationReason, .exit)
         XCTAssertEqual(process.terminationStatus, 130, stderr.text)
