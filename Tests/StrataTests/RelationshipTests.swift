@@ -217,6 +217,49 @@ final class RelationshipTests: XCTestCase {
         XCTAssertEqual(plainStatements.update { $0 }, 1)
     }
 
+    func testMoreKeysThanOneQueryNamesAreLoadedKeptAndDeletedInSeveralQueries() throws {
+        let parents = KeyList.maximumCount + 1
+        try forEachBackend(needing: .models) { backend in
+            let store = try self.store(backend, onRemove: "delete")
+            // Written by SQL (both backends read this): saving them one graph at a time would take minutes.
+            try store.database.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(parents))
+                INSERT INTO dialogs (id, title) SELECT 1000000 + i, 'd' || i FROM n
+                """, .none)
+            try store.database.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(parents))
+                INSERT INTO messages (id, dialog_id, text, sent_at) SELECT 1000000 + i, 1000000 + i, 'm' || i, i FROM n
+                """, .none)
+            // Loading: the messages come in two IN lists, and each dialog gets exactly its own message.
+            let dialogs = try store.fetchAll(Dialog.self)
+            XCTAssertEqual(dialogs.count, parents)
+            XCTAssertTrue(dialogs.allSatisfy { $0.messages.map(\.text) == ["m" + $0.title.dropFirst()] })
+            if let db = store.database as? Database {
+                let statements = Locked<Int>(0)
+                db.trace { _ in statements.update { $0 += 1 } }
+                _ = try store.fetchAll(Dialog.self)
+                db.trace(nil)
+                // dialogs; messages in 2 lists; reactions of those messages in 2 lists; no members (no sender).
+                XCTAssertEqual(statements.update { $0 }, 5)
+            }
+            // Keeping: one dialog with more children than one list, one of them dropped from the array.
+            try store.database.execute("INSERT INTO dialogs (id, title) VALUES (1, 'big')", .none)
+            try store.database.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(parents))
+                INSERT INTO messages (id, dialog_id, text, sent_at) SELECT 2000000 + i, 1, 'b' || i, i FROM n
+                """, .none)
+            var big = try XCTUnwrap(store.fetchFirst(Dialog.self, where: "title = 'big'", .none))
+            XCTAssertEqual(big.messages.count, parents + 1)
+            big.messages.remove(at: 5_000)
+            try store.save(big)
+            XCTAssertEqual(try count("messages", store), 2 * parents)
+            XCTAssertEqual(try store.database.scalar("SELECT count(*) FROM messages WHERE text = 'b5000'", .none, as: Int.self), 0)
+            // Deleting: every dialog's messages go, across both lists.
+            XCTAssertEqual(try store.deleteAll(Dialog.self), parents + 1)
+            XCTAssertEqual(try count("messages", store), 0)
+        }
+    }
+
     func testAFailingChildRollsTheWholeGraphBackAndNamesItsPath() throws {
         try forEachBackend(needing: .models) { backend in
             let store = try self.store(backend)

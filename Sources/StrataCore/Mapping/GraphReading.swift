@@ -5,14 +5,12 @@ import Foundation
 #endif
 
 /// Fills the relationship properties of the rows being decoded (`<hasMany>`, `<belongsTo>`): the first row that
-/// asks for one loads it for every row of the result with one query (per 10,000 keys), and each row takes its part.
+/// asks for one loads it for every row of the result with one query (per `KeyList.maximumCount` keys), and each row
+/// takes its part.
 ///
 /// A relationship the type does not decode is never asked for, so never loaded. The children are decoded by the
 /// same store, so their own relationships load the same way, one query per relationship per level.
 package final class GraphReading {
-    /// How many keys one query names, well under what either backend binds in one statement.
-    static let keysPerQuery = 10_000
-
     private let store: ModelStore
     private let typeName: String
     private let layout: ModelLayout
@@ -111,12 +109,10 @@ package final class GraphReading {
         var order = relationship.orderBy.map { "\(quoteIdentifier($0.column))\($0.descending ? " DESC" : "")" }
         order += child.primaryKey.map(quoteIdentifier)
         var groups: [ExactValue: [Element]] = [:]
-        for start in stride(from: 0, to: keys.count, by: Self.keysPerQuery) {
-            let chunk = Array(keys[start..<min(start + Self.keysPerQuery, keys.count)])
-            let sql = "SELECT * FROM \(quoteIdentifier(child.table)) WHERE \(quoteIdentifier(relationship.foreignKey)) IN ("
-                + chunk.indices.map { store.database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
+        for list in KeyList.lists(of: keys, dialect: store.database.dialect) {
+            let sql = "SELECT * FROM \(quoteIdentifier(child.table)) WHERE \(quoteIdentifier(relationship.foreignKey)) IN (\(list.placeholders))"
                 + (order.isEmpty ? "" : " ORDER BY " + order.joined(separator: ", "))
-            try store.decodeGrouped(Element.self, sql: sql, .positional(chunk), groupColumn: relationship.foreignKey) { key, value in
+            try store.decodeGrouped(Element.self, sql: sql, .positional(list.values), groupColumn: relationship.foreignKey) { key, value in
                 // The database matched this row to one of the keys, yet it holds none of them exactly: another
                 // storage class (text '7' for integer 7), or a collation that folds case. Filed nowhere here, the
                 // row would vanish from the graph, or belong to two parents.
@@ -138,11 +134,9 @@ package final class GraphReading {
         let key = target.primaryKey[0]
         let keys = distinctValues(column: try foreignKeyColumn(relationship))
         var found: [ExactValue: T] = [:]
-        for start in stride(from: 0, to: keys.count, by: Self.keysPerQuery) {
-            let chunk = Array(keys[start..<min(start + Self.keysPerQuery, keys.count)])
-            let sql = "SELECT * FROM \(quoteIdentifier(target.table)) WHERE \(quoteIdentifier(key)) IN ("
-                + chunk.indices.map { store.database.dialect.placeholder($0 + 1) }.joined(separator: ", ") + ")"
-            try store.decodeGrouped(T.self, sql: sql, .positional(chunk), groupColumn: key) { value, decoded in
+        for list in KeyList.lists(of: keys, dialect: store.database.dialect) {
+            let sql = "SELECT * FROM \(quoteIdentifier(target.table)) WHERE \(quoteIdentifier(key)) IN (\(list.placeholders))"
+            try store.decodeGrouped(T.self, sql: sql, .positional(list.values), groupColumn: key) { value, decoded in
                 found[ExactValue(value)] = decoded
             }
         }

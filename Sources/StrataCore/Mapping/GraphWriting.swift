@@ -34,8 +34,9 @@ extension ModelStore {
         try requireAcyclicRelationships()
         try database.withSavepoint {
             var position = 0
-            // One record of the children written for the whole batch: the same child in two values is a conflict.
-            let written = WrittenChildren()
+            // One record for the whole batch: the same child in two values is a conflict, and a link checked once
+            // is not looked up again for each value.
+            let written = WrittenGraph()
             for value in values {
                 position += 1
                 try writing(position, of: layout) {
@@ -225,11 +226,9 @@ extension ModelStore {
         // The children just written, as the database spells their keys (a timestamptz key reads back in the
         // server's text, not as written): the database compares the keys, and the two lists compare exactly.
         var keptAsStored: Set<ExactValue> = []
-        for start in stride(from: 0, to: kept.count, by: GraphReading.keysPerQuery) {
-            let chunk = Array(kept[start..<min(start + GraphReading.keysPerQuery, kept.count)])
-            let list = chunk.indices.map { database.dialect.placeholder($0 + 2) }.joined(separator: ", ")
-            for row in try database.rows("SELECT \(childKey) FROM \(table) WHERE \(foreignKey) = \(placeholder) AND \(childKey) IN (\(list))",
-                                         .positional([parentKey] + chunk)) {
+        for list in KeyList.lists(of: kept, dialect: database.dialect, firstPlaceholder: 2) {
+            for row in try database.rows("SELECT \(childKey) FROM \(table) WHERE \(foreignKey) = \(placeholder) AND \(childKey) IN (\(list.placeholders))",
+                                         .positional([parentKey] + list.values)) {
                 keptAsStored.insert(ExactValue(row[0]))
             }
         }
@@ -284,6 +283,8 @@ extension ModelStore {
     /// Refuses to delete or detach children by a foreign key that compares loosely with the parent's key (a
     /// NOCASE collation, another type or affinity): `fk = 'A'` would also reach parent 'a''s children.
     private func requireExactLink(_ relationship: Relationship, parent: ModelLayout, child: ModelLayout, path: GraphPath) throws {
+        let link = "\(parent.typeName).\(relationship.property)"
+        guard !path.written.exactLinks.contains(link) else { return }
         let column = child.columns.named(relationship.foreignKey)
         let key = parent.primaryKey.count == 1 ? parent.columns.named(parent.primaryKey[0]) : nil
         let childKey = child.primaryKey.count == 1 ? child.columns.named(child.primaryKey[0]) : nil
@@ -305,6 +306,7 @@ extension ModelStore {
             throw MappingError(typeName: path.root, property: path.described(relationship.property),
                                message: "children are filed and removed by the foreign key and told apart by their keys, which must compare exactly, and \(why): a child could land under, or be taken for, a row it only resembles; nothing was changed")
         }
+        path.written.exactLinks.insert(link)
     }
 
     /// Whether deleting rows of this layout deletes or detaches rows of others.
@@ -350,10 +352,10 @@ extension ModelStore {
 struct GraphPath {
     let root: String
     var steps: [String] = []
-    /// The children written so far in this graph (or batch of graphs).
-    var written = WrittenChildren()
+    /// What this graph (or batch of graphs) has written and checked so far.
+    var written = WrittenGraph()
 
-    init(root: String, written: WrittenChildren = WrittenChildren()) {
+    init(root: String, written: WrittenGraph = WrittenGraph()) {
         self.root = root
         self.written = written
     }
@@ -379,9 +381,13 @@ extension Array: ElementsAsAny {
     var elementsAsAny: [Any] { map { $0 } }
 }
 
-/// Where each child row of a graph write was written, by model and key: a child met twice is a conflict.
-final class WrittenChildren {
+/// What one graph write (or batch of them) has done so far: where each child row was written, by model and key (a
+/// child met twice is a conflict), and which links were checked.
+final class WrittenGraph {
     private var places: [String: [ExactValue: String]] = [:]
+    /// The relationships (`Type.property`) whose columns were found to compare exactly, during this write: the
+    /// schema cannot change under the write's savepoint except by the write itself, which changes no schema.
+    var exactLinks: Set<String> = []
 
     /// Records a child's place; returns the place it was already written at, if any.
     func record(model: String, key: DatabaseValue, at place: String) -> String? {

@@ -346,11 +346,9 @@ public final class ModelStore {
                 try database.execute("DELETE FROM \(table) WHERE \(key) IS NULL", .none)
                 deleted += database.changes
             }
-            for start in stride(from: 0, to: keys.count, by: GraphReading.keysPerQuery) {
-                let chunk = Array(keys[start..<min(start + GraphReading.keysPerQuery, keys.count)])
-                let list = chunk.indices.map { database.dialect.placeholder($0 + 1) }.joined(separator: ", ")
-                try deleteOwned(layout, keys: list, .positional(chunk))
-                try database.execute("DELETE FROM \(table) WHERE \(key) IN (\(list))", .positional(chunk))
+            for list in KeyList.lists(of: keys, dialect: database.dialect) {
+                try deleteOwned(layout, keys: list.placeholders, .positional(list.values))
+                try database.execute("DELETE FROM \(table) WHERE \(key) IN (\(list.placeholders))", .positional(list.values))
                 deleted += database.changes
             }
             return deleted
