@@ -13,6 +13,12 @@ import StrataCore
 /// Any other run is parsed anew; its result comes in binary when an earlier text run of the same SQL on the session
 /// was a `SELECT` whose columns all have a binary reading (`learn(from:sql:)`).
 struct PostgresPreparedStatements {
+    /// The most parameters a statement may have to be prepared. Describing a prepared statement brings its
+    /// parameter types in one message of 6 + 4 per parameter bytes, and libpq (through at least 15) takes such a
+    /// message longer than 30,000 bytes for lost synchronization and drops the connection; a statement with more
+    /// runs unprepared, which needs no description.
+    static let maximumParameters = 7_498
+
     struct Entry {
         let name: String
         /// The parameter types it was prepared with: a run binding other types runs unprepared, as it would have.
@@ -136,8 +142,10 @@ extension PostgresConnection {
         }
     }
 
-    /// The entry for `sql`, prepared and described now if needed; nil when it was prepared with other parameter types.
+    /// The entry for `sql`, prepared and described now if needed; nil when it was prepared with other parameter types,
+    /// or has too many parameters to be described.
     private func preparedEntry(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresPreparedStatements.Entry? {
+        guard parameters.count <= PostgresPreparedStatements.maximumParameters else { return nil }
         if let entry = prepared.entry(for: sql) {
             return entry.parameterTypes == parameters.types ? entry : nil
         }

@@ -16,8 +16,12 @@ public final class PostgresStatement {
     unowned let connection: PostgresConnection
     public let sql: String
     private var parameters = PostgresParameters()
-    /// A bind that failed (text with a NUL byte), reported by the next `run()` or `step()`.
+    /// A bind that failed (text with a NUL byte), or the run `layout` started, reported by the next `run()` or
+    /// `step()`.
     private var failedBind: DatabaseError?
+    /// The current result is a run `layout` started for the caller's next `run()` or `step()`, which must not run it
+    /// again.
+    private var startedByLayout = false
     /// Owns the result `cursor` reads.
     private var result: PostgresResult?
     /// The current result and row, read by `column(at:)` and by the row container (`columnSource`).
@@ -44,6 +48,19 @@ public final class PostgresStatement {
     public var layout: RowLayout {
         if let cachedLayout { return cachedLayout }
         let names: [String]
+        if result == nil, Self.highestPlaceholder(in: sql) > PostgresPreparedStatements.maximumParameters,
+           parameters.count > 0 {
+            // Too many parameters to be described (`describe()`), but bound: the run the caller is about to read
+            // gives the names, and the next step reads its rows.
+            do {
+                try startResult()
+                startedByLayout = true
+            } catch let error as DatabaseError {
+                failedBind = error
+            } catch {
+                failedBind = DatabaseError(kind: .other, message: "\(error)", sql: sql)
+            }
+        }
         if let handle = result?.handle {
             names = (0..<PQnfields(handle)).map { String(cString: PQfname(handle, $0)) }
         } else {
@@ -55,12 +72,38 @@ public final class PostgresStatement {
     }
 
     private func describe() throws -> [String] {
+        // The description lists the parameters too, and too many of them would cost the connection
+        // (`PostgresPreparedStatements.maximumParameters`); `$n` is counted anywhere in the text, literals included,
+        // which can only overcount.
+        guard Self.highestPlaceholder(in: sql) <= PostgresPreparedStatements.maximumParameters else {
+            throw DatabaseError(kind: .misuse, code: nil,
+                                message: "a statement with more than \(PostgresPreparedStatements.maximumParameters) parameters cannot be described before it runs; run it first",
+                                sql: sql)
+        }
         let prepared = PostgresResult(PQprepare(connection.handle, "", sql, 0, nil))
         try connection.check(prepared, sql: sql)
         let described = PostgresResult(PQdescribePrepared(connection.handle, ""))
         try connection.check(described, sql: sql)
         guard let handle = described.handle else { return [] }
         return (0..<PQnfields(handle)).map { String(cString: PQfname(handle, $0)) }
+    }
+
+    /// The highest `$n` written anywhere in `sql` (0 for none).
+    static func highestPlaceholder(in sql: String) -> Int {
+        var highest = 0
+        var number: Int?
+        for byte in sql.utf8 {
+            if byte == UInt8(ascii: "$") {
+                number = 0
+            } else if let current = number, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                // Past any real parameter number; clamped so a long run of digits cannot overflow.
+                number = min(current * 10 + Int(byte - UInt8(ascii: "0")), Int(Int32.max))
+            } else {
+                if let current = number { highest = max(highest, current) }
+                number = nil
+            }
+        }
+        return max(highest, number ?? 0)
     }
 
     public func bind(_ arguments: StatementArguments) throws {
@@ -123,6 +166,10 @@ public final class PostgresStatement {
     /// Runs the statement once with its current bindings.
     public func run() throws {
         try takeBindFailure()
+        if startedByLayout {
+            reset()
+            return
+        }
         reset()
         _ = try execute()
     }
@@ -138,6 +185,14 @@ public final class PostgresStatement {
     }
 
     public func step() throws -> Bool {
+        try startResult()
+        guard result != nil, cursor.pointee.row < cursor.pointee.rowCount else { return false }
+        cursor.pointee.row += 1
+        return cursor.pointee.row < cursor.pointee.rowCount
+    }
+
+    /// Runs the statement unless its result is already there, positioned before the first row.
+    private func startResult() throws {
         if result == nil {
             try takeBindFailure()
             let executed = try execute()
@@ -154,12 +209,10 @@ public final class PostgresStatement {
             result = executed
             cachedLayout = nil
         }
-        guard result != nil, cursor.pointee.row < cursor.pointee.rowCount else { return false }
-        cursor.pointee.row += 1
-        return cursor.pointee.row < cursor.pointee.rowCount
     }
 
     public func reset() {
+        startedByLayout = false
         cursor.pointee.clear()
         result = nil
     }

@@ -69,6 +69,39 @@ final class PostgresPreparedStatementTests: XCTestCase {
     }
 
     /// A column without a binary reading (here `real`, `interval`, an enum and an array) keeps the whole result in text.
+    /// libpq drops the connection when the message describing a prepared statement's parameters passes 30,000 bytes
+    /// (7,499 parameters), so a statement with more is never prepared, and never described before it runs.
+    func testAStatementWithMoreParametersThanLibpqDescribesKeepsTheSession() throws {
+        let db = try connect("CREATE TABLE m (d integer); INSERT INTO m SELECT g FROM generate_series(1, 9000) g")
+        let limit = PostgresPreparedStatements.maximumParameters
+        for count in [limit, limit + 1, 9000] {
+            let sql = "SELECT count(*) AS n FROM m WHERE d IN (" + (1...count).map { "$\($0)" }.joined(separator: ", ") + ")"
+            let arguments = StatementArguments.positional((1...count).map { .integer(Int64($0)) })
+            let described = try db.compile(sql)
+            XCTAssertEqual(described.layout.names, count <= limit ? ["n"] : [], "\(count) parameters")
+            // A statement object's second run is prepared, where that is possible.
+            let statement = try db.compile(sql)
+            for run in 1...2 {
+                try statement.bind(arguments)
+                XCTAssertTrue(try statement.step(), "\(count) parameters, run \(run)")
+                XCTAssertEqual(statement.value(at: 0), .integer(Int64(count)), "\(count) parameters, run \(run)")
+                statement.reset()
+            }
+            XCTAssertEqual(try db.rows(sql, arguments).first?[0] as DatabaseValue?, DatabaseValue.integer(Int64(count)))
+        }
+        // Its layout read before it runs comes from the run itself, which `run()` then does not repeat.
+        let list = (1...9000).map { "$\($0)" }.joined(separator: ", ")
+        let many = StatementArguments.positional((1...9000).map { .integer(Int64($0)) })
+        let insert = try db.compile("INSERT INTO m SELECT d + 100000 FROM m WHERE d IN (\(list))")
+        try insert.bind(many)
+        XCTAssertEqual(insert.layout.names, [])
+        try insert.run()
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM m WHERE d > 100000", .none, as: Int.self), 9000, "ran once")
+        db.preparesEveryStatement = true
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM m WHERE d IN (\(list))", many, as: Int.self), 9000)
+        XCTAssertEqual(try db.scalar("SELECT 1", .none, as: Int.self), 1, "the session is still there")
+    }
+
     func testAResultWithATypeWithoutABinaryReadingStaysText() throws {
         let db = try connect("""
             CREATE TYPE mood AS ENUM ('sad', 'happy');
