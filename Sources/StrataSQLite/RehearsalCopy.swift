@@ -154,26 +154,55 @@ final class RehearsalCopy {
     }
 
     /// Removes the rehearsal directories in `parent` whose lock nobody holds: their rehearsal was killed.
+    ///
+    /// Only a real directory that this user owns and no one else may enter, as `mkdtemp` makes them, is touched: in
+    /// a shared temporary directory anyone can plant a symbolic link under such a name, and following it would
+    /// remove the files of the directory it points to. The directory is opened once without following links, and
+    /// its lock and files are reached through that descriptor.
     static func removeAbandoned(in parent: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return }
         for name in names where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6 {
             let directory = PathComponents.appending(name, to: parent)
-            let lock = open(PathComponents.appending(".lock", to: directory), O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else { continue }
+            let lock = openat(descriptor, ".lock", O_RDWR | O_CLOEXEC | O_NOFOLLOW)
             guard lock >= 0 else { continue }
             defer { close(lock) }
             guard flock(lock, LOCK_EX | LOCK_NB) == 0 else { continue }
-            try? removeDirectory(directory)
+            try? removeDirectory(directory, descriptor: descriptor)
         }
     }
 
-    /// Removes a rehearsal directory: its files (SQLite makes no directories), then the directory itself. Anything
-    /// else found there (a subdirectory) stops the removal, and the error says what is left.
+    /// Removes a rehearsal directory this process made: its files (SQLite makes no directories), then the directory.
     private static func removeDirectory(_ directory: String) throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw RehearsalCopyError(message: "could not open \(directory), which the rehearsal made (\(String(cString: strerror(errno)))); remove it by hand")
+        }
+        defer { close(descriptor) }
+        try removeDirectory(directory, descriptor: descriptor)
+    }
+
+    /// Removes the files of the directory open as `descriptor` through it, then the directory at `directory`.
+    /// Anything else found there (a subdirectory) stops the removal, and the error says what is left.
+    private static func removeDirectory(_ directory: String, descriptor: Int32) throws {
+        let listing = dup(descriptor)
+        guard listing >= 0, let stream = fdopendir(listing) else {
+            if listing >= 0 { close(listing) }
+            throw RehearsalCopyError(message: "could not list \(directory), which the rehearsal made (\(String(cString: strerror(errno)))); remove it by hand")
+        }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(stream)
         for name in names {
-            let path = PathComponents.appending(name, to: directory)
-            guard unlink(path) == 0 || errno == ENOENT else {
-                throw RehearsalCopyError(message: "could not remove \(path), which the rehearsal made (\(String(cString: strerror(errno)))); remove \(directory) by hand")
+            guard unlinkat(descriptor, name, 0) == 0 || errno == ENOENT else {
+                throw RehearsalCopyError(message: "could not remove \(PathComponents.appending(name, to: directory)), which the rehearsal made (\(String(cString: strerror(errno)))); remove \(directory) by hand")
             }
         }
         guard rmdir(directory) == 0 else {

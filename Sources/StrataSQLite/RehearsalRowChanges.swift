@@ -73,8 +73,9 @@ final class RehearsalRules {
             if first == nil || first == "main", let table = second { altered.insert(table.sqliteFolded) }
             return .allow
         case SQLITE_ATTACH:
-            let file = first ?? ""
-            if file.isEmpty || file == ":memory:" { return .allow }
+            // SQLite names the file only when it is a literal: an expression (`'/srv/app' || '.sqlite'`) or a
+            // parameter comes as nil, and may name any file, the real database included.
+            if let file = first, file.isEmpty || file == ":memory:" { return .allow }
             return .deny("rehearse does not run ATTACH of a file (\(first.map { "'\($0)'" } ?? "named by an expression")), nor VACUUM INTO, which attaches its target: it would open, and could create or change, a file outside the rehearsal's copy")
         default:
             return .allow
@@ -223,6 +224,19 @@ final class RowChangeWatch {
         change.deleted = reported?.deleted ?? 0
         guard let before else {
             change.note = "created by this step"
+            let counted = (change.inserted ?? 0) - (change.deleted ?? 0)
+            guard counted != table.rows else { return change }
+            // SQLite does not report the rows `CREATE TABLE … AS SELECT` writes. With nothing else reported for the
+            // table, every row it holds came so; with more, which rows came how cannot be told.
+            if reported == nil {
+                change.inserted = table.rows
+                change.note = "created by this step, with its rows, by CREATE TABLE … AS SELECT (whose rows SQLite does not report; counted after the step)"
+            } else {
+                change.inserted = nil
+                change.updated = nil
+                change.deleted = nil
+                change.note = "created by this step; the rows SQLite reported (\(reported?.inserted ?? 0) inserted, \(reported?.deleted ?? 0) deleted) do not add up to the \(table.rows) it holds after (CREATE TABLE … AS SELECT and REPLACE conflict resolution write and delete rows unreported), so the changes are not known"
+            }
             return change
         }
         if renamed {

@@ -3,6 +3,12 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CSQLite
 import StrataCore
 
 /// A SQLite database file named on the command line or in a manifest. Refuses names at which SQLite keeps no file
@@ -49,7 +55,9 @@ public struct SQLiteTarget: DatabaseTarget {
 
     /// Only read: the rehearsal copies the database with the backup API and runs the plan on the copy. Opened
     /// read-write with `query_only` on, not read-only: on a database in WAL mode a read-only connection leaves the
-    /// `-wal` and `-shm` files it made behind, where the last read-write connection to close removes them.
+    /// `-wal` and `-shm` files it made behind, where the last read-write connection to close removes them. A `-wal`
+    /// that already holds frames (its program killed, or still running) is left as it is: the connection never
+    /// checkpoints it into the database file when it closes.
     public func openForRehearsal(timeout: Duration) throws -> any MigrationDatabase {
         guard exists else { return try Database(.inMemory) }
         let database = try Self.opening(path) {
@@ -57,6 +65,14 @@ public struct SQLiteTarget: DatabaseTarget {
         }
         try Self.refuseWithoutFile(database, source: source)
         try database.execute("PRAGMA query_only = ON", .none)
+        // Nothing has read the database yet, so the -wal is as the last writer left it.
+        var wal = stat()
+        if let file = database.path, stat(file + "-wal", &wal) == 0, wal.st_size > 0 {
+            let code = strata_sqlite3_no_checkpoint_on_close(database.handle)
+            guard code == SQLITE_OK else {
+                throw DatabaseError(code: code, message: "could not stop the rehearsal's connection from checkpointing \(path)-wal when it closes")
+            }
+        }
         return database
     }
 

@@ -72,7 +72,8 @@ enum CLI {
                         transaction="none" steps are not rehearsed on PostgreSQL. Writes nothing to the database.
                         --lock-timeout SECONDS (PostgreSQL): how long a step's statement may wait for a lock (default 5);
                         a step that gives up fails the rehearsal (migrate would retry it).
-                        Exit 0 when the plan would succeed, 1 when a step would fail, 3 when refused.
+                        Exit 0 when the plan would succeed, 1 when a step would fail, 3 when refused, 4 when a step failed
+                        after a step that was not rehearsed (whether migrate would fail there is not known).
                         """),
         CommandSpec(name: "status", summary: "show every step: applied, pending, drifted, missing or dirty",
                     usage: "strata status --manifest PATH [--database PATH] [--context NAME]...",

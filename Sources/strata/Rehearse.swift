@@ -37,8 +37,10 @@ extension Commands {
         }
         progress.clear()
         output.object(["command": "rehearse", "database": .string(path), "stage": .string(report.stage),
-                       "wouldSucceed": .bool(report.wouldSucceed), "steps": .array(report.steps.map(Self.json)),
+                       "wouldSucceed": .bool(report.wouldSucceed), "wouldFail": .bool(report.wouldFail),
+                       "steps": .array(report.steps.map(Self.json)),
                        "failure": report.failure.map(Self.json) ?? .null,
+                       "notRehearsedBeforeFailure": .array(report.notRehearsedBeforeFailure.map(JSON.string)),
                        "schemaChanges": .array(report.schemaChanges.map(Self.json)),
                        "sequences": .array(report.sequences.map(Self.json)),
                        "stoppedBy": report.cancelled ? .string(StopSignals.name(signals.received ?? SIGINT)) : .null,
@@ -70,6 +72,11 @@ extension Commands {
         }
         if let failure = report.failure {
             output.error("strata rehearse: \(failure)")
+            guard report.wouldFail else {
+                let skippedBefore = report.notRehearsedBeforeFailure.joined(separator: ", ")
+                output.error("  whether migrate would fail at \(failure.id) is not known: it failed here after \(skippedBefore), which \(report.notRehearsedBeforeFailure.count == 1 ? "was" : "were") not rehearsed, and may need what \(report.notRehearsedBeforeFailure.count == 1 ? "that step does" : "those steps do"). Nothing was changed.")
+                return ExitCode.notKnown
+            }
             output.error("  migrate would fail at \(failure.id): it would apply \(counted(applied, "step")) before it and stop there\(untried). Nothing was changed.")
             return ExitCode.stepFailed
         }

@@ -18,6 +18,8 @@ enum ExitCode {
     static let refused: Int32 = 3
     /// `diff`: the two schemas differ (the same code as a refusal: a deploy script stops on either).
     static let schemasDiffer: Int32 = 3
+    /// `rehearse`: a step failed after one that was not rehearsed, so whether `migrate` would fail is not known.
+    static let notKnown: Int32 = 4
 }
 
 // A closed pipe (`strata migrate | head -1`) must not kill a run between steps: writes fail with EPIPE instead,

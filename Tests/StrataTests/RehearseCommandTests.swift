@@ -187,6 +187,101 @@ final class RehearseCommandTests: XCTestCase {
         XCTAssertEqual(try listing(temporary), [])
     }
 
+    /// A WAL database whose `-wal` still holds frames (its program killed, or running): the rehearsal's connection,
+    /// the last to close, must not checkpoint them into the file, nor remove the `-wal` and `-shm`.
+    func testAWALStillHoldingFramesIsNotCheckpointedIntoTheFile() throws {
+        let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        let crashed = try makeTemporaryDirectory(self)
+        let path = crashed.appendingPathComponent("db.sqlite").path
+        do {
+            // The files as a killed program leaves them: copied while its connection is open and idle.
+            let app = try project.database()
+            XCTAssertEqual(try app.scalar("PRAGMA journal_mode = WAL", as: String.self), "wal")
+            try app.execute("PRAGMA wal_autocheckpoint = 0")
+            try app.execute("INSERT INTO authors (id, name) VALUES (3, 'Butler')")
+            for suffix in ["", "-wal", "-shm"] {
+                try FileManager.default.copyItem(atPath: project.databasePath + suffix, toPath: path + suffix)
+            }
+            app.close()
+        }
+        try project.file("sql/002_more.sql", "CREATE TABLE shelves (id INTEGER PRIMARY KEY);\n")
+        let files = try listing(crashed)
+        XCTAssertEqual(files, ["db.sqlite", "db.sqlite-shm", "db.sqlite-wal"])
+        let bytes = try files.map { try Data(contentsOf: crashed.appendingPathComponent($0)) }
+
+        let result = try strata(["rehearse", "--manifest", project.manifestPath, "--database", path], in: project.root,
+                                temporary: try makeTemporaryDirectory(self))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("Nothing was changed."), result.stdout)
+        XCTAssertEqual(try listing(crashed), files, "the -wal was checkpointed and removed")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), bytes[0], "the database file was rewritten")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path + "-wal")), bytes[2])
+        // The frames are still the database's: its program, or the next writer, reads them.
+        XCTAssertEqual(try Database(path: path).scalar("SELECT count(*) FROM authors", as: Int.self), 3)
+    }
+
+    /// A `transaction="none"` file over 4 MiB is not read ahead; the copy's authorizer alone keeps it from attaching
+    /// the real database by an expression and writing to it.
+    func testALargeFileCannotReachTheRealDatabaseThroughAnAttachByExpression() throws {
+        let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        let padding = String(repeating: "-- " + String(repeating: "x", count: 100) + "\n", count: (4 << 20) / 104 + 100)
+        try project.file("sql/002_attach.sql", padding + """
+            ATTACH '\(project.databasePath.dropLast(7))' || '.sqlite' AS real;
+            INSERT INTO real.authors (id, name) VALUES (99, 'written by a rehearsal');
+            DETACH real;
+            """)
+        try project.file("manifest.xml", #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"><migration file="002_attach.sql" transaction="none"/></migrations></manifest>"#)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
+        let result = try strata(["rehearse", "--manifest", project.manifestPath], in: project.root,
+                                temporary: try makeTemporaryDirectory(self))
+        XCTAssertEqual(result.status, 1, result.stdout + result.stderr)
+        XCTAssertTrue(result.stderr.contains("outside the rehearsal's copy"), result.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: project.databasePath)), bytes)
+        XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM authors", as: Int.self), 2)
+    }
+
+    /// A `transaction="none"` file failing part-way in a rehearsal: nothing was recorded, so the text says what
+    /// migrate would leave and sends no one to `strata resolve`.
+    func testAPartlyAppliedFailureSaysWhatMigrateWouldLeave() throws {
+        let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        try project.file("sql/002_none.sql", "INSERT INTO authors (id, name) VALUES (3, 'Butler');\nINSERT INTO nowhere VALUES (1);\n")
+        try project.file("manifest.xml", #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"><migration file="002_none.sql" transaction="none"/></migrations></manifest>"#)
+        let result = try strata(["rehearse", "--manifest", project.manifestPath], in: project.root,
+                                temporary: try makeTemporaryDirectory(self))
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertTrue(result.stderr.contains("sql/002_none.sql:2:1: no such table: nowhere; the 1 statement before line 2 stayed applied; nothing after the failing statement ran (in the rehearsal, where nothing is kept or recorded; migrate would leave the same applied and record the step failed)"),
+                      result.stderr)
+        for text in [result.stdout, result.stderr] {
+            XCTAssertFalse(text.contains("recorded failed"), text)
+            XCTAssertFalse(text.contains("strata resolve"), text)
+        }
+        XCTAssertEqual(try project.migrator().status().first { $0.id == "002_none.sql" }?.state, .pending)
+    }
+
+    /// A failure after a step that was not rehearsed: exit 4, not known, naming that step; JSON says so too.
+    func testAFailureAfterAStepNotRehearsedExitsFourNotOne() throws {
+        let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        try project.file("sql/002_attach.sql", "ATTACH 'other.sqlite' AS other;\nCREATE TABLE other.t (id INTEGER);\nDETACH other;\n")
+        try project.file("sql/003_fails.sql", "INSERT INTO nowhere VALUES (1);\n")
+        try project.file("manifest.xml", #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"><migration file="002_attach.sql" transaction="none"/></migrations></manifest>"#)
+        let temporary = try makeTemporaryDirectory(self)
+        let text = try strata(["rehearse", "--manifest", project.manifestPath], in: project.root, temporary: temporary)
+        XCTAssertEqual(text.status, 4, text.stderr)
+        XCTAssertTrue(text.stderr.contains("whether migrate would fail at 003_fails.sql is not known: it failed here after 002_attach.sql, which was not rehearsed"),
+                      text.stderr)
+        let json = try strata(["rehearse", "--manifest", project.manifestPath, "--format", "json"], in: project.root,
+                              temporary: temporary)
+        XCTAssertEqual(json.status, 4, json.stderr)
+        let object = try object(json)
+        XCTAssertEqual(object["wouldSucceed"] as? Bool, false)
+        XCTAssertEqual(object["wouldFail"] as? Bool, false)
+        XCTAssertEqual(object["notRehearsedBeforeFailure"] as? [String], ["002_attach.sql"])
+    }
+
     func testAMissingDatabaseIsRehearsedAsAnEmptyOneAndNotCreated() throws {
         let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
         let temporary = try makeTemporaryDirectory(self)

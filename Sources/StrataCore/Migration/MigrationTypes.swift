@@ -214,6 +214,9 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// failed with `.lockNotAvailable` may succeed when run again), its code what the database said. Nil for
     /// failures Strata found itself (a foreign key violation, an unreadable file).
     public var databaseError: DatabaseError?
+    /// The failure happened in a rehearsal (`Migrator.rehearse`): what it left is gone with the copy or the
+    /// rollback, and nothing was recorded; the text says what `migrate` would leave.
+    public internal(set) var rehearsed = false
 
     /// What a failed step left behind.
     public enum Aftermath: Sendable, Equatable {
@@ -234,6 +237,8 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
         switch aftermath {
         case .rolledBack, .kept, .unrecorded:
             return summary
+        case .partlyApplied where rehearsed:
+            return summary + " (in the rehearsal, where nothing is kept or recorded; migrate would leave the same applied and record the step failed)"
         case .partlyApplied:
             return summary
                 + "; it is recorded failed: check the database, then run 'strata resolve \(id) --applied' or 'strata resolve \(id) --rolled-back'"

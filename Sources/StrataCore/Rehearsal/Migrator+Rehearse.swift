@@ -59,7 +59,11 @@ extension Migrator {
                                  watcher: watcher, progress)
 
         var report = RehearsalReport(stage: stage.summary)
-        report.failure = run.failure
+        report.failure = run.failure.map { failure in
+            var rehearsed = failure
+            rehearsed.rehearsed = true
+            return rehearsed
+        }
         report.cancelled = run.cancelled
         let applied = Dictionary(run.applied.map { (Self.key($0.kind, $0.id), $0) }, uniquingKeysWith: { first, _ in first })
         var stopped = false
@@ -89,6 +93,10 @@ extension Migrator {
                 continue
             }
             report.steps.append(step)
+        }
+        if report.failure != nil {
+            report.notRehearsedBeforeFailure = report.steps.prefix { $0.outcome != .failed }
+                .filter { $0.outcome == .notRehearsed }.map(\.id)
         }
         report.schemaChanges = try SchemaDifference(from: before, to: try stage.database.schemaSnapshot()).changes
         return report

@@ -23,9 +23,18 @@ public struct RehearsalReport: Sendable, Equatable {
         self.stage = stage
     }
 
+    /// The steps before the failed one that were not rehearsed: what they would have done may be what the failed
+    /// step lacked (an index built `CONCURRENTLY` that a constraint then uses), so the failure says nothing sure
+    /// about `migrate`. Empty when no step failed, or none before it was left out.
+    public var notRehearsedBeforeFailure: [String] = []
+
     /// True when no step failed and the run was not stopped. Steps that were not rehearsed (`RehearsedStep.note`
     /// says why) are not known to succeed.
     public var wouldSucceed: Bool { failure == nil && !cancelled }
+
+    /// True when a step failed with every step before it rehearsed: `migrate` would fail there. A failure after a
+    /// step that was not rehearsed (`notRehearsedBeforeFailure`) leaves both this and `wouldSucceed` false: not known.
+    public var wouldFail: Bool { failure != nil && notRehearsedBeforeFailure.isEmpty }
 
     /// The steps that could not be rehearsed.
     public var notRehearsed: [RehearsedStep] { steps.filter { $0.outcome == .notRehearsed } }

@@ -82,6 +82,23 @@ final class PostgresRehearseTests: XCTestCase {
         XCTAssertFalse(try migrator.database.tableExists("books_title"))
     }
 
+    /// The zero-downtime pattern: a unique index built CONCURRENTLY (not rehearsed), then a constraint using it. The
+    /// constraint fails in the rehearsal for lack of the index, which says nothing about migrate: not known.
+    func testAFailureAfterAStepNotRehearsedIsNotKnownAndMigrateMaySucceed() throws {
+        let (project, migrator) = try project(RehearseTests.schema, pending: [
+            "002_index.sql": "CREATE UNIQUE INDEX CONCURRENTLY authors_name ON authors (name);\n",
+            "003_constraint.sql": "ALTER TABLE authors ADD CONSTRAINT authors_name UNIQUE USING INDEX authors_name;\n",
+        ], migrations: #"<migration file="002_index.sql" transaction="none"/>"#)
+        let report = try migrator.rehearse()
+        XCTAssertEqual(report.steps.map(\.outcome), [.notRehearsed, .failed])
+        XCTAssertEqual(report.notRehearsedBeforeFailure, ["002_index.sql"])
+        XCTAssertFalse(report.wouldFail, "\(String(describing: report.failure))")
+        XCTAssertFalse(report.wouldSucceed)
+        let migrated = try project.migrator().migrate()
+        XCTAssertNil(migrated.failure)
+        XCTAssertEqual(migrated.applied.map(\.id), ["002_index.sql", "003_constraint.sql"])
+    }
+
     func testATruncateIsNamedNotCounted() throws {
         let (_, migrator) = try project(RehearseTests.schema, pending: [
             "002_refill.sql": "UPDATE books SET copies = 3;\nTRUNCATE books;\nINSERT INTO books (id, title) VALUES (7, 'Dawn');\n",

@@ -200,8 +200,14 @@ final class SQLiteRehearseTests: XCTestCase {
             try? copy.remove()
         }
         let target = directory.appendingPathComponent("elsewhere.sqlite").path
-        for sql in ["ATTACH '\(target)' AS elsewhere", "VACUUM INTO '\(target)'"] {
-            let error = assertThrows(DatabaseError.self) { try copy.database.execute(sql, .none) }
+        // SQLite names the file to the authorizer only when it is a literal: an expression or a parameter may name
+        // any file (the real database among them), and is refused too.
+        for (sql, arguments) in [("ATTACH '\(target)' AS elsewhere", StatementArguments.none),
+                                 ("VACUUM INTO '\(target)'", .none),
+                                 ("ATTACH '\(target.dropLast(7))' || '.sqlite' AS elsewhere", .none),
+                                 ("ATTACH ? AS elsewhere", .positional([.text(target)])),
+                                 ("VACUUM INTO '\(target.dropLast(7))' || '.sqlite'", .none)] {
+            let error = assertThrows(DatabaseError.self) { try copy.database.execute(sql, arguments) }
             XCTAssertEqual(error?.kind, .authorization, sql)
             XCTAssertTrue(error?.message.contains("outside the rehearsal's copy") == true, "\(String(describing: error))")
         }
@@ -215,7 +221,8 @@ final class SQLiteRehearseTests: XCTestCase {
         let temporary = try temporaryDirectory()
         func leftover(_ name: String) throws -> URL {
             let directory = temporary.appendingPathComponent(name)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700]) // as mkdtemp makes it
             try Data("x".utf8).write(to: directory.appendingPathComponent("db.sqlite"))
             try Data().write(to: directory.appendingPathComponent(".lock"))
             return directory
@@ -230,6 +237,71 @@ final class SQLiteRehearseTests: XCTestCase {
         XCTAssertTrue(try rehearse(project).wouldSucceed)
         XCTAssertEqual(try listing(temporary), [".strata-rehearsal-XyZw34", "not-ours"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: abandoned.path))
+    }
+
+    /// Anyone can plant a name like an abandoned copy's in a shared temporary directory: a symbolic link to a
+    /// directory holding a `.lock` must not lead the clean-up into it, nor may a directory others can enter (no
+    /// rehearsal made it) be emptied.
+    func testOnlyARealPrivateDirectoryIsRemovedAsAnAbandonedCopy() throws {
+        let project = try project(pending: ["002_change.sql": RehearseTests.change])
+        let victim = try makeTemporaryDirectory(self)
+        let temporary = try temporaryDirectory()
+        try Data().write(to: victim.appendingPathComponent(".lock"))
+        try Data("precious".utf8).write(to: victim.appendingPathComponent("important.db"))
+        try FileManager.default.createSymbolicLink(atPath: temporary.appendingPathComponent(".strata-rehearsal-zzzzzz").path,
+                                                   withDestinationPath: victim.path)
+        let shared = temporary.appendingPathComponent(".strata-rehearsal-yyyyyy")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        try Data().write(to: shared.appendingPathComponent(".lock"))
+        try Data("kept".utf8).write(to: shared.appendingPathComponent("notes.txt"))
+
+        XCTAssertTrue(try rehearse(project).wouldSucceed)
+        XCTAssertEqual(try listing(victim), [".lock", "important.db"], "the symbolic link was followed")
+        XCTAssertEqual(try listing(shared), [".lock", "notes.txt"])
+        XCTAssertEqual(try listing(temporary), [".strata-rehearsal-yyyyyy", ".strata-rehearsal-zzzzzz"])
+    }
+
+    /// SQLite does not report to the update hook the rows `CREATE TABLE … AS SELECT` writes: a table the step
+    /// created holds only rows it wrote, so with nothing else reported they are its rows after; with other writes
+    /// reported too, which came how cannot be told, and no number is given.
+    func testRowsCreateTableAsSelectWritesAreCountedOrSaidUnknown() throws {
+        _ = try temporaryDirectory()
+        let project = try project(pending: [
+            "002_copy.sql": "CREATE TABLE books_copy AS SELECT * FROM books;\n",
+            "003_mixed.sql": "CREATE TABLE titles AS SELECT title FROM books;\nINSERT INTO titles VALUES ('Kindred');\nDELETE FROM titles WHERE rowid = 1;\n",
+        ])
+        let report = try rehearse(project)
+        let copy = try XCTUnwrap(report.steps.first?.tables.first { $0.table == "books_copy" }, "\(report.steps)")
+        XCTAssertEqual(copy.inserted, 4)
+        XCTAssertEqual(copy.rowsAfter, 4)
+        XCTAssertTrue(copy.note?.contains("CREATE TABLE … AS SELECT") == true, "\(copy)")
+        let titles = try XCTUnwrap(report.steps.last?.tables.first { $0.table == "titles" }, "\(report.steps)")
+        XCTAssertEqual([titles.inserted, titles.updated, titles.deleted], [nil, nil, nil], "\(titles)")
+        XCTAssertEqual(titles.rowsAfter, 4)
+        XCTAssertTrue(titles.note?.contains("do not add up to the 4 it holds after") == true, "\(titles)")
+    }
+
+    /// A step that fails after a step that was not rehearsed may fail only for lack of what that step does: the
+    /// report does not say migrate would fail there.
+    func testAFailureAfterAStepThatWasNotRehearsedIsNoVerdict() throws {
+        _ = try temporaryDirectory()
+        let project = try project(pending: [
+            "002_attach.sql": "ATTACH 'other.sqlite' AS other;\nCREATE TABLE other.t (id INTEGER);\nDETACH other;\n",
+            "003_fails.sql": "INSERT INTO nowhere VALUES (1);\n",
+        ], migrations: #"<migration file="002_attach.sql" transaction="none"/>"#)
+        let report = try rehearse(project)
+        XCTAssertEqual(report.steps.map(\.outcome), [.notRehearsed, .failed])
+        XCTAssertNotNil(report.failure)
+        XCTAssertEqual(report.notRehearsedBeforeFailure, ["002_attach.sql"])
+        XCTAssertFalse(report.wouldSucceed)
+        XCTAssertFalse(report.wouldFail, "not known: 003 may need what 002 does")
+
+        // With every step before it rehearsed, the failure is a verdict.
+        let plain = try self.project(pending: ["002_fails.sql": "INSERT INTO nowhere VALUES (1);\n"])
+        let failing = try rehearse(plain)
+        XCTAssertTrue(failing.wouldFail)
+        XCTAssertEqual(failing.notRehearsedBeforeFailure, [])
     }
 
     /// One backup step copies inside one read transaction: while another connection commits two rows at a time,
