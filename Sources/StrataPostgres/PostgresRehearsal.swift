@@ -11,8 +11,9 @@ extension PostgresConnection: RehearsableDatabase {
 }
 
 /// What each step did inside the rehearsal's transaction, read from the catalog: rows per table from
-/// `pg_stat_xact_user_tables` (the current transaction's counts), locks from `pg_locks` of this session, and at
-/// the end the sequences a rollback cannot put back.
+/// `pg_stat_xact_user_tables` (the current transaction's counts), locks from `pg_locks` of this session (those it
+/// took, and those earlier steps took that it ran under), and at the end the sequences a rollback cannot put back
+/// and the session state it leaves (`PostgresRehearsalSession`).
 final class PostgresRehearsalStage: RehearsalStage {
     private let connection: PostgresConnection
     let summary: String
@@ -23,7 +24,16 @@ final class PostgresRehearsalStage: RehearsalStage {
     /// The user relations that existed when the step now running began.
     private var relations: Set<Int64> = []
     /// The relation locks this session held when the step now running began.
-    private var locks: Set<HeldLock> = []
+    private var locks: Set<LockKey> = []
+    /// Each relation lock a step took, by the step that took it: held until the rollback.
+    private var takenBy: [LockKey: String] = [:]
+    /// Of `locks`, those a step took, named as the step now running began.
+    private var earlier: [(key: LockKey, name: String, step: String)] = []
+    /// The catalog rows of each relation in `earlier` when the step now running began (`readDefinitions`).
+    private var definitions: [Int64: String] = [:]
+    private(set) var heldLocks: [HeldLock] = []
+    private var session: PostgresRehearsalSession
+    private(set) var sessionLeftovers: [SessionLeftover] = []
     private var open = true
 
     private struct Counters {
@@ -32,9 +42,11 @@ final class PostgresRehearsalStage: RehearsalStage {
         let updated: Int64
         let deleted: Int64
         let storage: Int64
+        /// Sequential and index scans of it.
+        let scans: Int64
     }
 
-    private struct HeldLock: Hashable {
+    private struct LockKey: Hashable {
         let relation: Int64
         let mode: String
     }
@@ -46,6 +58,8 @@ final class PostgresRehearsalStage: RehearsalStage {
         self.connection = connection
         let lockTimeout = PostgresConnection.milliseconds(max(options.lockTimeout, .zero))
         summary = "in one transaction on \(connection.name), rolled back at the end, never committed (lock_timeout \(lockTimeout == 0 ? "none" : "\(lockTimeout) ms") for each step); each step's locks are held until then"
+        // Read before the deployers' lock and the transaction: what the session holds of its own.
+        session = try PostgresRehearsalSession(connection: connection)
         // Taken before the transaction, as migrate takes it: waiting for it holds no snapshot.
         try connection.acquireDeployLock()
         do {
@@ -76,15 +90,30 @@ final class PostgresRehearsalStage: RehearsalStage {
     }
 
     func willRun(_ step: PlanStep) throws {
+        try session.willRun(step.id)
         counters = try readCounters()
         relations = Set(try connection.rows("""
             SELECT c.oid::int8 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE \(Self.userSchema("n.nspname"))
             """, .none).map { try $0.get(0, as: Int64.self) })
-        locks = Set(try readLocks().map { HeldLock(relation: $0.oid, mode: $0.mode) })
+        let held = try readLocks()
+        locks = Set(held.map { LockKey(relation: $0.oid, mode: $0.mode) })
+        earlier = held.compactMap { lock in
+            let key = LockKey(relation: lock.oid, mode: lock.mode)
+            return takenBy[key].map { (key, lock.name, $0) }
+        }
+        definitions = try readDefinitions(Set(earlier.map(\.key.relation)))
     }
 
     func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock]) {
+        // Read before the rows of a table are counted below, which takes a lock of the rehearsal's own.
+        let held = try readLocks().filter { lock in
+            // An index's weak locks come with its table's (every write takes RowExclusiveLock on each index).
+            !locks.contains(LockKey(relation: lock.oid, mode: lock.mode))
+                && !(lock.isIndex && Self.strength(lock.mode) <= Self.strength("RowExclusiveLock"))
+        }
+        // Locks on relations the step created are its own too: a later step that uses them runs under them.
+        for lock in held { takenBy[LockKey(relation: lock.oid, mode: lock.mode)] = step.id }
         let after = try readCounters()
         var tables: [TableRowChanges] = []
         for (oid, now) in after {
@@ -110,11 +139,8 @@ final class PostgresRehearsalStage: RehearsalStage {
         for (oid, before) in counters where after[oid] == nil {
             tables.append(TableRowChanges(table: before.name, note: "dropped by this step, with its rows (not counted on PostgreSQL)"))
         }
-        let taken = try readLocks().filter { lock in
-            // An index's weak locks come with its table's (every write takes RowExclusiveLock on each index).
-            relations.contains(lock.oid) && !locks.contains(HeldLock(relation: lock.oid, mode: lock.mode))
-                && !(lock.isIndex && Self.strength(lock.mode) <= Self.strength("RowExclusiveLock"))
-        }
+        let taken = held.filter { relations.contains($0.oid) }
+        heldLocks = try heldFromEarlierSteps(after)
         return (tables.sorted { $0.table < $1.table },
                 taken.map { TableLock(relation: $0.name, mode: $0.mode, blocks: Self.blocks($0.mode)) }
                     .sorted { ($0.relation, Self.strength($0.mode)) < ($1.relation, Self.strength($1.mode)) })
@@ -127,9 +153,16 @@ final class PostgresRehearsalStage: RehearsalStage {
     func discard() throws -> [SequenceAdvance] {
         guard open else { return [] }
         let drawn = (try? readLocks().filter { $0.mode == "RowExclusiveLock" && sequences[$0.oid] != nil }.map(\.oid)) ?? []
+        // The advisory locks the last step took, by name (those still held after the rollback are undone below).
+        try? session.noteNewLocks()
         end()
         guard !connection.isInTransaction else {
             throw DatabaseError(kind: .other, code: nil, message: "the rehearsal's transaction could not be rolled back; close the connection, which ends it without committing")
+        }
+        do {
+            sessionLeftovers = try session.undo()
+        } catch {
+            throw DatabaseError(kind: .other, code: nil, message: "the rehearsal could not read or release the advisory locks and dblink connections its steps may have left on the connection (\(error)); close the connection, which ends them")
         }
         return try Set(drawn).sorted().compactMap { oid -> SequenceAdvance? in
             guard let before = sequences[oid] else { return nil }
@@ -159,13 +192,13 @@ final class PostgresRehearsalStage: RehearsalStage {
         var result: [Int64: Counters] = [:]
         for row in try connection.rows("""
             SELECT s.relid::int8, format('%I.%I', s.schemaname, s.relname), s.n_tup_ins, s.n_tup_upd, s.n_tup_del,
-                   c.relfilenode::int8
+                   c.relfilenode::int8, s.seq_scan + coalesce(s.idx_scan, 0)
             FROM pg_catalog.pg_stat_xact_user_tables s JOIN pg_catalog.pg_class c ON c.oid = s.relid
             WHERE NOT (s.schemaname = $1 AND s.relname = $2) AND \(Self.userSchema("s.schemaname"))
             """, [connection.historySchema, PostgresHistory.table]) {
             result[try row.get(0, as: Int64.self)] = Counters(
                 name: try row.get(1), inserted: try row.get(2), updated: try row.get(3), deleted: try row.get(4),
-                storage: try row.get(5))
+                storage: try row.get(5), scans: try row.get(6))
         }
         return result
     }
@@ -200,6 +233,52 @@ final class PostgresRehearsalStage: RehearsalStage {
     /// `name` is as the server quoted it (`format('%I.%I')`).
     private func readSequence(_ name: String) throws -> Int64? {
         try connection.scalar("SELECT CASE WHEN is_called THEN last_value END FROM \(name)", .none, as: Int64.self)
+    }
+
+    /// The locks earlier steps took that the step just run ran under, each with what the step was seen doing to its
+    /// relation that asks for a lock of that strength: a change of its catalog rows for a schema-change mode (from
+    /// `ShareUpdateExclusiveLock` up), a scan or row change counted for a weaker one.
+    private func heldFromEarlierSteps(_ after: [Int64: Counters]) throws -> [HeldLock] {
+        let changed = try readDefinitions(Set(earlier.map(\.key.relation)))
+        return earlier.map { lock in
+            let oid = lock.key.relation
+            let seen: String?
+            if Self.strength(lock.key.mode) >= Self.strength("ShareUpdateExclusiveLock") {
+                seen = changed[oid] != definitions[oid] ? "changed its definition" : nil
+            } else if let before = counters[oid], let now = after[oid],
+                      now.scans != before.scans || now.inserted != before.inserted || now.updated != before.updated
+                        || now.deleted != before.deleted || now.storage != before.storage {
+                seen = "read or wrote its rows"
+            } else {
+                seen = nil
+            }
+            return HeldLock(relation: lock.name, mode: lock.key.mode, blocks: Self.blocks(lock.key.mode),
+                            takenBy: lock.step, seen: seen)
+        }.sorted { ($0.relation, Self.strength($0.mode)) < ($1.relation, Self.strength($1.mode)) }
+    }
+
+    /// Each relation's catalog rows (its `pg_class` row and the rows of its columns, defaults, constraints either
+    /// side of a foreign key, indexes, triggers, rules and policies), as their row versions: a statement that
+    /// changes any writes a new version. A relation dropped has none.
+    private func readDefinitions(_ oids: Set<Int64>) throws -> [Int64: String] {
+        guard !oids.isEmpty else { return [:] }
+        var result: [Int64: String] = [:]
+        for row in try connection.rows("""
+            SELECT c.oid::int8, concat_ws('/', c.ctid, c.xmin,
+              (SELECT string_agg(concat(a.ctid, ':', a.xmin), ',' ORDER BY a.ctid) FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid),
+              (SELECT string_agg(concat(d.ctid, ':', d.xmin), ',' ORDER BY d.ctid) FROM pg_catalog.pg_attrdef d WHERE d.adrelid = c.oid),
+              (SELECT string_agg(concat(k.ctid, ':', k.xmin), ',' ORDER BY k.ctid) FROM pg_catalog.pg_constraint k
+                 WHERE k.conrelid = c.oid OR k.confrelid = c.oid),
+              (SELECT string_agg(concat(i.ctid, ':', i.xmin), ',' ORDER BY i.ctid) FROM pg_catalog.pg_index i
+                 WHERE i.indrelid = c.oid OR i.indexrelid = c.oid),
+              (SELECT string_agg(concat(t.ctid, ':', t.xmin), ',' ORDER BY t.ctid) FROM pg_catalog.pg_trigger t WHERE t.tgrelid = c.oid),
+              (SELECT string_agg(concat(r.ctid, ':', r.xmin), ',' ORDER BY r.ctid) FROM pg_catalog.pg_rewrite r WHERE r.ev_class = c.oid),
+              (SELECT string_agg(concat(p.ctid, ':', p.xmin), ',' ORDER BY p.ctid) FROM pg_catalog.pg_policy p WHERE p.polrelid = c.oid))
+            FROM pg_catalog.pg_class c WHERE c.oid::int8 = ANY ($1::int8[])
+            """, ["{" + oids.sorted().map(String.init).joined(separator: ",") + "}"]) {
+            result[try row.get(0, as: Int64.self)] = try row.get(1)
+        }
+        return result
     }
 
     /// What a lock mode keeps other sessions from doing while it is held (PostgreSQL's table-level lock modes).

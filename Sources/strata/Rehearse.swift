@@ -43,6 +43,7 @@ extension Commands {
                        "notRehearsedBeforeFailure": .array(report.notRehearsedBeforeFailure.map(JSON.string)),
                        "schemaChanges": .array(report.schemaChanges.map(Self.json)),
                        "sequences": .array(report.sequences.map(Self.json)),
+                       "sessionLeftovers": .array(report.sessionLeftovers.map(Self.json)),
                        "stoppedBy": report.cancelled ? .string(StopSignals.name(signals.received ?? SIGINT)) : .null,
                        "notRun": .array(report.notRun.map(JSON.string))])
         let applied = report.steps.filter { $0.outcome == .applied }.count
@@ -61,6 +62,13 @@ extension Commands {
             output.line("sequences the rehearsal drew from (a rollback does not put them back; other sessions may have drawn too):")
             for sequence in report.sequences {
                 output.line("  \(sequence.sequence): \(sequence.before.map(String.init) ?? "none") → \(sequence.after.map(String.init) ?? "none")")
+            }
+        }
+        if !report.sessionLeftovers.isEmpty {
+            output.line("left on the rehearsal's session by its steps, which a rollback does not undo:")
+            for leftover in report.sessionLeftovers {
+                let kind = leftover.kind == .advisoryLock ? "advisory lock" : "dblink connection"
+                output.line("  \(kind) \(leftover.name)\(leftover.step.map { " (\($0))" } ?? ""): \(leftover.outcome)")
             }
         }
         let skipped = report.notRehearsed.count
@@ -101,6 +109,14 @@ extension Commands {
             lines.append("      locks, which migrate holds until the step commits\(step.durationMs.map { " (\($0) ms here)" } ?? ""):")
         }
         for lock in step.locks { lines.append("        \(lock.mode) on \(lock.relation): blocks \(lock.blocks)") }
+        if !step.heldLocks.isEmpty {
+            lines.append("      held since an earlier step, so whether this step asked for them again is not seen; migrate, which commits each step first, takes again those it needs:")
+        }
+        for lock in step.heldLocks where lock.seen != nil {
+            lines.append("        \(lock.mode) on \(lock.relation) (taken by \(lock.takenBy); this step \(lock.seen ?? "")): blocks \(lock.blocks)")
+        }
+        let unseen = step.heldLocks.filter { $0.seen == nil }.map { "\($0.mode) on \($0.relation) (\($0.takenBy))" }
+        if !unseen.isEmpty { lines.append("        not seen used by this step: " + unseen.joined(separator: ", ")) }
         return lines.joined(separator: "\n")
     }
 
@@ -121,7 +137,18 @@ extension Commands {
     static func json(_ step: RehearsedStep) -> JSON {
         ["kind": .string(step.kind.rawValue), "id": .string(step.id), "reason": .string(step.reason.rawValue),
          "outcome": .string(step.outcome.rawValue), "durationMs": .optional(step.durationMs), "rows": .optional(step.rowCount),
-         "tables": .array(step.tables.map(json)), "locks": .array(step.locks.map(json)), "note": .optional(step.note)]
+         "tables": .array(step.tables.map(json)), "locks": .array(step.locks.map(json)),
+         "heldLocks": .array(step.heldLocks.map(json)), "note": .optional(step.note)]
+    }
+
+    static func json(_ lock: HeldLock) -> JSON {
+        ["relation": .string(lock.relation), "mode": .string(lock.mode), "blocks": .string(lock.blocks),
+         "takenBy": .string(lock.takenBy), "seen": .optional(lock.seen)]
+    }
+
+    static func json(_ leftover: SessionLeftover) -> JSON {
+        ["kind": .string(leftover.kind.rawValue), "name": .string(leftover.name), "step": .optional(leftover.step),
+         "outcome": .string(leftover.outcome), "undone": .bool(leftover.undone)]
     }
 
     static func json(_ change: TableRowChanges) -> JSON {

@@ -38,6 +38,7 @@ extension Migrator {
             throw error
         }
         report.sequences = try stage.discard()
+        report.sessionLeftovers = stage.sessionLeftovers
         return report
     }
 
@@ -80,7 +81,7 @@ extension Migrator {
             } else if let done = applied[key] {
                 step.durationMs = done.durationMs
                 step.rowCount = done.rowCount
-                (step.tables, step.locks) = watcher.observed[key] ?? ([], [])
+                (step.tables, step.locks, step.heldLocks) = watcher.observed[key] ?? ([], [], [])
             } else if run.alreadyApplied.contains(planned.step.id) {
                 step.outcome = .alreadyApplied
             } else if let failure = run.failure, failure.id == planned.step.id, failure.kind == planned.step.kind {
@@ -108,7 +109,7 @@ extension Migrator {
     /// Hands each step to the stage before and after it runs, and keeps what the stage measured.
     private final class RehearsalWatcher: StepWatcher {
         let stage: any RehearsalStage
-        var observed: [String: (tables: [TableRowChanges], locks: [TableLock])] = [:]
+        var observed: [String: (tables: [TableRowChanges], locks: [TableLock], held: [HeldLock])] = [:]
 
         init(stage: any RehearsalStage) {
             self.stage = stage
@@ -119,7 +120,8 @@ extension Migrator {
         }
 
         func didRun(_ step: PlanStep, _ applied: AppliedStep) throws {
-            observed[Migrator.key(step)] = try stage.didRun(step)
+            let (tables, locks) = try stage.didRun(step)
+            observed[Migrator.key(step)] = (tables, locks, stage.heldLocks)
         }
     }
 }

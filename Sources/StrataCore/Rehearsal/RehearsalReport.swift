@@ -14,6 +14,9 @@ public struct RehearsalReport: Sendable, Equatable {
     public var schemaChanges: [SchemaChange] = []
     /// Sequences the rehearsal drew values from (PostgreSQL): a rollback does not put them back.
     public var sequences: [SequenceAdvance] = []
+    /// Session state the steps left on the connection that the rollback does not undo (PostgreSQL: advisory locks,
+    /// `dblink` connections), with what the rehearsal did about each.
+    public var sessionLeftovers: [SessionLeftover] = []
     /// The run was stopped between steps (`MigrationOptions.cancellation`).
     public var cancelled = false
     /// Steps of the plan that did not run: those after the failure, or after the stop.
@@ -67,6 +70,9 @@ public struct RehearsedStep: Sendable, Equatable {
     /// Locks it took on relations that existed before it (PostgreSQL), sorted by relation. `migrate` holds each
     /// until the step commits, so at most `durationMs`.
     public var locks: [TableLock] = []
+    /// Locks earlier steps took that were still held while it ran (PostgreSQL), sorted by relation: the rehearsal
+    /// cannot tell whether it asked for them again, and `migrate` takes again those it needs (`HeldLock`).
+    public var heldLocks: [HeldLock] = []
     /// Why it was not rehearsed.
     public var note: String?
 

@@ -21,7 +21,17 @@ package protocol RehearsalStage: AnyObject {
     func willRun(_ step: PlanStep) throws
     /// Called right after `step` was applied: the rows it changed per table and the locks it took.
     func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock])
+    /// The locks earlier steps took that were still held while the step `didRun` last measured ran.
+    var heldLocks: [HeldLock] { get }
     /// Ends the rehearsal so that nothing it did remains (the copy removed, the transaction rolled back), and returns
     /// what even that cannot undo (sequence values drawn). Called once, whatever happened before.
     func discard() throws -> [SequenceAdvance]
+    /// What `discard()` found the steps left on the connection that the rollback did not undo, and did about it.
+    var sessionLeftovers: [SessionLeftover] { get }
+}
+
+extension RehearsalStage {
+    /// A stage of its own (a copy) shares no lock and no session with the database.
+    package var heldLocks: [HeldLock] { [] }
+    package var sessionLeftovers: [SessionLeftover] { [] }
 }

@@ -4,9 +4,11 @@ import Strata
 @testable import StrataPostgres
 import XCTest
 
-/// Rehearsals on PostgreSQL: one transaction, rolled back, with the locks each step took, the sequences a rollback
-/// cannot put back, `transaction="none"` steps listed as not rehearsed, TRUNCATE named rather than counted, a lock
-/// wait that fails the rehearsal instead of being retried inside it, and a killed rehearsal that leaves nothing.
+/// Rehearsals on PostgreSQL: one transaction, rolled back, with the locks each step took and those earlier steps
+/// held while it ran, the sequences a rollback cannot put back, the session state it leaves (advisory locks, dblink
+/// connections) undone and reported, `transaction="none"` steps listed as not rehearsed, TRUNCATE named rather than
+/// counted, a lock wait that fails the rehearsal instead of being retried inside it, and a killed rehearsal that
+/// leaves nothing.
 final class PostgresRehearseTests: XCTestCase {
     func project(_ schema: String, pending: [String: String], migrations: String = "") throws -> (Project, Migrator) {
         let project = try Project(self, backend: .postgres, files: ["sql/001_schema.sql": schema])
@@ -158,5 +160,208 @@ final class PostgresRehearseTests: XCTestCase {
         XCTAssertEqual(try watcher.scalar("SELECT pg_try_advisory_lock(\(PostgresLocks.namespace), \(PostgresLocks.deploy))",
                                           .none, as: Bool.self), true, "the deployers' lock is still held")
         _ = try watcher.scalar("SELECT pg_advisory_unlock(\(PostgresLocks.namespace), \(PostgresLocks.deploy))", .none, as: Bool.self)
+    }
+
+    // MARK: Locks held from earlier steps
+
+    /// PostgreSQL shows no lock a transaction asks for again: 003's AccessExclusiveLock on books is hidden behind
+    /// 002's, held until the rollback, while `migrate` commits 002 first and 003 takes it again. The report says the
+    /// lock was held from 002 and that 003 changed books' definition; 004, which only reads authors, is not said to
+    /// use books, and the table 002 created is held under 003 too.
+    func testALockAnEarlierStepTookIsListedUnderTheLaterStepsThatRanWhileItWasHeld() throws {
+        let (project, migrator) = try project(RehearseTests.schema, pending: [
+            "002_a.sql": "ALTER TABLE books ADD COLUMN a text;\nCREATE TABLE shelves (id int);\n",
+            "003_b.sql": "ALTER TABLE books ADD COLUMN b text;\nINSERT INTO shelves VALUES (1);\n",
+            "004_c.sql": "SELECT count(*) FROM authors;\n",
+        ])
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.steps.map(\.id), ["002_a.sql", "003_b.sql", "004_c.sql"])
+        let books = TableLock(relation: "public.books", mode: "AccessExclusiveLock", blocks: "every query on it, reads included")
+        XCTAssertTrue(report.steps[0].locks.contains(books), "\(report.steps[0].locks)")
+        XCTAssertEqual(report.steps[0].heldLocks, [], "nothing was held before the first step")
+        let b = report.steps[1]
+        XCTAssertFalse(b.locks.contains(books), "PostgreSQL shows no lock asked for again: \(b.locks)")
+        XCTAssertTrue(b.heldLocks.contains(HeldLock(relation: "public.books", mode: "AccessExclusiveLock",
+                                                    blocks: "every query on it, reads included", takenBy: "002_a.sql",
+                                                    seen: "changed its definition")),
+                      "migrate's 003_b.sql takes AccessExclusiveLock on books again; the rehearsal reports \(b.locks), held \(b.heldLocks)")
+        XCTAssertTrue(b.locks.contains { $0.relation == "public.shelves" && $0.mode == "RowExclusiveLock" }, "\(b.locks)")
+        XCTAssertTrue(b.heldLocks.contains(HeldLock(relation: "public.shelves", mode: "AccessExclusiveLock",
+                                                    blocks: "every query on it, reads included", takenBy: "002_a.sql")),
+                      "a table 002 created is locked from then on; an INSERT changes no definition: \(b.heldLocks)")
+        let c = report.steps[2]
+        XCTAssertTrue(c.heldLocks.contains { $0.relation == "public.books" && $0.mode == "AccessExclusiveLock" && $0.seen == nil },
+                      "\(c.heldLocks)")
+        XCTAssertFalse(c.heldLocks.contains { $0.seen != nil }, "004 reads authors, on which no earlier step took a lock: \(c.heldLocks)")
+
+        let text = try project.strataOnBackend(["rehearse"])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertTrue(text.stdout.contains("""
+                  held since an earlier step, so whether this step asked for them again is not seen; migrate, which commits each step first, takes again those it needs:
+                    AccessExclusiveLock on public.books (taken by 002_a.sql; this step changed its definition): blocks every query on it, reads included
+            """), text.stdout)
+        let json = try project.strataOnBackend(["rehearse", "--format", "json"])
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], json.stdout)
+        let steps = try XCTUnwrap(object["steps"] as? [[String: Any]])
+        let held = try XCTUnwrap(steps[1]["heldLocks"] as? [[String: Any]])
+        XCTAssertTrue(held.contains { $0["relation"] as? String == "public.books" && $0["takenBy"] as? String == "002_a.sql"
+                                      && $0["seen"] as? String == "changed its definition" }, "\(held)")
+    }
+
+    func testALockHeldFromAnEarlierStepIsSaidUsedByRowsForAWeakModeOnly() throws {
+        let (_, migrator) = try project(RehearseTests.schema, pending: [
+            "002_a.sql": "UPDATE books SET copies = 2;\n",
+            "003_b.sql": "UPDATE books SET copies = 3;\n",
+            "004_c.sql": "ALTER TABLE books ADD COLUMN shelf text;\n",
+        ])
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        let row = HeldLock(relation: "public.books", mode: "RowExclusiveLock",
+                           blocks: "schema changes and CREATE INDEX; not reads or row writes", takenBy: "002_a.sql")
+        var seen = row
+        seen.seen = "read or wrote its rows"
+        XCTAssertTrue(report.steps[1].heldLocks.contains(seen), "\(report.steps[1].heldLocks)")
+        XCTAssertFalse(report.steps[1].locks.contains { $0.relation == "public.books" && $0.mode == "RowExclusiveLock" })
+        XCTAssertTrue(report.steps[2].heldLocks.contains(row), "an ALTER reads no rows: \(report.steps[2].heldLocks)")
+        XCTAssertTrue(report.steps[2].locks.contains { $0.relation == "public.books" && $0.mode == "AccessExclusiveLock" })
+    }
+
+    // MARK: Session state a rollback does not undo
+
+    /// A session advisory lock outlives the rollback: the rehearsal releases it and says the step took and kept it
+    /// (which `migrate`'s session would go on holding).
+    func testAnAdvisoryLockAStepTookIsReleasedAfterTheRehearsalAndReported() throws {
+        let (project, migrator) = try project(RehearseTests.schema, pending: [
+            "002_lock.sql": "SELECT pg_advisory_lock(424242);\nUPDATE books SET copies = 2;\n",
+        ])
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        let other = try project.connection()
+        XCTAssertEqual(try other.scalar("SELECT pg_try_advisory_lock(424242)", .none, as: Bool.self), true,
+                       "the rehearsal's connection still holds advisory lock 424242 after rehearse returned")
+        XCTAssertEqual(report.sessionLeftovers, [SessionLeftover(kind: .advisoryLock, name: "424242 (exclusive)", step: "002_lock.sql",
+            outcome: "taken and not released by the step, so migrate's session would hold it until it ends; released by the rehearsal (1 time)",
+            undone: true)])
+        _ = try other.scalar("SELECT pg_advisory_unlock(424242)", .none, as: Bool.self)
+
+        let text = try project.strataOnBackend(["rehearse"])
+        XCTAssertTrue(text.stdout.contains("""
+            left on the rehearsal's session by its steps, which a rollback does not undo:
+              advisory lock 424242 (exclusive) (002_lock.sql): taken and not released by the step
+            """), text.stdout)
+        let json = try project.strataOnBackend(["rehearse", "--format", "json"])
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], json.stdout)
+        let leftovers = try XCTUnwrap(object["sessionLeftovers"] as? [[String: Any]], json.stdout)
+        XCTAssertEqual(leftovers.first?["kind"] as? String, "advisory-lock")
+        XCTAssertEqual(leftovers.first?["undone"] as? Bool, true)
+    }
+
+    /// Shared and two-key locks, negative keys and nesting (one release for each time it was taken) are released;
+    /// the transaction-level ones went with the rollback; a lock the program held before is left held.
+    func testEveryKindOfAdvisoryLockIsReleasedAndOnesHeldBeforeAreKept() throws {
+        let (project, migrator) = try project(RehearseTests.schema, pending: [
+            "002_locks.sql": """
+                SELECT pg_advisory_lock(424242), pg_advisory_lock(424242), pg_advisory_lock(424242);
+                SELECT pg_advisory_lock_shared(-7);
+                SELECT pg_advisory_lock(1, 2);
+                SELECT pg_advisory_xact_lock(99);
+                """,
+            "003_more.sql": "SELECT pg_try_advisory_lock_shared(-3, 4);\n",
+        ])
+        try migrator.database.execute("SELECT pg_advisory_lock(5)", .none)
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.sessionLeftovers.map { "\($0.name) \($0.step ?? "-") \($0.undone)" },
+                       ["(-3, 4) (shared) 003_more.sql true", "(1, 2) (exclusive) 002_locks.sql true",
+                        "-7 (shared) 002_locks.sql true", "424242 (exclusive) 002_locks.sql true"])
+        XCTAssertTrue(report.sessionLeftovers[3].outcome.hasSuffix("released by the rehearsal (3 times)"), "\(report.sessionLeftovers[3])")
+        let other = try project.connection()
+        for call in ["pg_try_advisory_lock(424242)", "pg_try_advisory_lock(-7)", "pg_try_advisory_lock(1, 2)",
+                     "pg_try_advisory_lock(-3, 4)", "pg_try_advisory_lock(99)"] {
+            XCTAssertEqual(try other.scalar("SELECT \(call)", .none, as: Bool.self), true, call)
+        }
+        XCTAssertEqual(try other.scalar("SELECT pg_try_advisory_lock(5)", .none, as: Bool.self), false,
+                       "the lock the program held before the rehearsal is still its own")
+        XCTAssertEqual(try migrator.database.scalar("SELECT pg_advisory_unlock(5)", .none, as: Bool.self), true)
+    }
+
+    /// A step that releases a lock the program held before: the rehearsal takes it again and says so.
+    func testAnAdvisoryLockHeldBeforeThatAStepReleasedIsTakenAgainAndReported() throws {
+        let (project, migrator) = try project(RehearseTests.schema, pending: ["002_unlock.sql": "SELECT pg_advisory_unlock(5);\n"])
+        try migrator.database.execute("SELECT pg_advisory_lock(5)", .none)
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.sessionLeftovers, [SessionLeftover(kind: .advisoryLock, name: "5 (exclusive)", step: nil,
+            outcome: "held by this connection before the rehearsal and released by a step (the rollback does not take it back): taken again, once, by the rehearsal; other sessions could take it meanwhile",
+            undone: true)])
+        XCTAssertEqual(try project.connection().scalar("SELECT pg_try_advisory_lock(5)", .none, as: Bool.self), false)
+        XCTAssertEqual(try migrator.database.scalar("SELECT pg_advisory_unlock(5)", .none, as: Bool.self), true)
+    }
+
+    /// Prepared statements are deallocated after every step (`PostgresSessionReset`); `SET`, `set_config(…, false)`,
+    /// `LISTEN`, temporary tables and cursors `WITH HOLD` are transactional: nothing of them is left, and nothing
+    /// is reported.
+    func testOtherSessionStateAStepChangesIsLeftAsItWas() throws {
+        let (_, migrator) = try project(RehearseTests.schema, pending: ["002_session.sql": """
+            PREPARE rehearsed AS SELECT 1;
+            LISTEN rehearsed;
+            SELECT set_config('app.rehearsed', 'yes', false);
+            SET search_path = pg_catalog;
+            CREATE TEMP TABLE rehearsed (x int) ON COMMIT PRESERVE ROWS;
+            DECLARE rehearsed CURSOR WITH HOLD FOR SELECT 1;
+            """])
+        let database = migrator.database
+        try database.execute("SET search_path = public", .none)
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.sessionLeftovers, [])
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM pg_prepared_statements WHERE from_sql", .none, as: Int.self), 0)
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM pg_listening_channels()", .none, as: Int.self), 0)
+        XCTAssertEqual(try database.scalar("SELECT coalesce(current_setting('app.rehearsed', true), '')", .none, as: String.self), "")
+        XCTAssertEqual(try database.scalar("SELECT current_setting('search_path')", .none, as: String.self), "public")
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM pg_class WHERE relname = 'rehearsed'", .none, as: Int.self), 0)
+        XCTAssertEqual(try database.scalar("SELECT string_agg(name, ',') FROM pg_cursors WHERE name <> ''", .none, as: String.self), nil)
+    }
+
+    /// `PREPARE TRANSACTION` would take the rehearsal's transaction away from the session, to be committed later:
+    /// it is refused before anything runs.
+    func testPrepareTransactionIsRefused() throws {
+        let (_, migrator) = try project(RehearseTests.schema, pending: [
+            "002_prepare.sql": "UPDATE books SET copies = 5;\nPREPARE TRANSACTION 'rehearsed';\n",
+        ])
+        XCTAssertThrowsError(try migrator.rehearse()) { error in
+            guard case MigrationError.refused(let refusals) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(refusals.contains { $0.message.contains("PREPARE TRANSACTION") }, "\(refusals)")
+        }
+        XCTAssertEqual(try migrator.database.scalar("SELECT count(*) FROM pg_prepared_xacts", .none, as: Int.self), 0)
+        XCTAssertEqual(try migrator.database.scalar("SELECT count(*) FROM books WHERE copies = 5", .none, as: Int.self), 0)
+    }
+
+    /// dblink connections live in the session, not the transaction: those a step opened (named or not) are closed.
+    func testDblinkConnectionsAStepOpenedAreClosedAndReported() throws {
+        let server = try PostgresServer.shared()
+        let (project, planless) = try project(RehearseTests.schema, pending: [:])
+        do {
+            try planless.database.execute("CREATE EXTENSION IF NOT EXISTS dblink", .none)
+        } catch {
+            throw XCTSkip("the dblink extension cannot be created here: \(error)")
+        }
+        let target = server.keywordValue(database: try server.database(for: project.root))
+        try project.file("sql/002_dblink.sql", """
+            SELECT dblink_connect('side', $c$\(target)$c$);
+            SELECT dblink_connect($c$\(target)$c$);
+            """)
+        let migrator = Migrator(manifest: try project.manifest(), database: planless.database)
+        try migrator.database.execute("SELECT dblink_connect('kept', $c$\(target)$c$)", .none)
+        let report = try migrator.rehearse()
+        XCTAssertEqual(report.steps.map(\.id), ["002_dblink.sql"])
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.sessionLeftovers.map { "\($0.kind.rawValue) \($0.name) \($0.undone)" },
+                       ["dblink-connection unnamed true", "dblink-connection side true"])
+        XCTAssertEqual(try migrator.database.scalar("SELECT array_to_string(dblink_get_connections(), ',')", .none, as: String.self),
+                       "kept", "the connection opened before the rehearsal is left open")
+        XCTAssertThrowsError(try migrator.database.execute("SELECT * FROM dblink('SELECT 1') AS t(x int)", .none))
+        _ = try migrator.database.execute("SELECT dblink_disconnect('kept')", .none)
     }
 }
