@@ -688,6 +688,97 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 2, "nothing was restored")
     }
 
+    /// `restore app-a.sqlite.TIME.PLAN.backup --database app-b.sqlite` replaced app-b with app-a's contents,
+    /// history included, saying only "Restored app-b.sqlite": a mistyped path in an incident replaces one database
+    /// with another. A backup named as another database's is refused over an existing database unless asked for.
+    func testRestoreRefusesAnotherDatabasesBackupOverAnExistingDatabase() throws {
+        let directory = try makeTemporaryDirectory(self)
+        let a = directory.appendingPathComponent("app-a.sqlite").path
+        let b = directory.appendingPathComponent("app-b.sqlite").path
+        let dbA = try Database(path: a)
+        try dbA.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+        let backup = directory.appendingPathComponent("app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup").path
+        try dbA.backup(to: backup)
+        dbA.close()
+        let dbB = try Database(path: b)
+        try dbB.execute("CREATE TABLE patients (id INTEGER PRIMARY KEY)")
+        dbB.close()
+
+        let thrown = assertThrows(BackupError.self) { try Database.restore(backup: backup, to: b) }
+        XCTAssertEqual(thrown?.kind, .refused)
+        XCTAssertTrue(thrown?.message.contains("is named as a backup of app-a.sqlite, not of app-b.sqlite") == true, "\(String(describing: thrown))")
+        XCTAssertTrue(thrown?.message.contains("--other-database") == true)
+        XCTAssertTrue(try Database(path: b).tableExists("patients"), "app-b.sqlite was replaced with app-a.sqlite's backup")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("before-restore") }, [])
+
+        // The command: exit 3, reason backup; nothing restored.
+        let refused = try runStrata(["restore", backup, "--database", b, "--format", "json"], in: directory)
+        XCTAssertEqual(refused.status, 3, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("--other-database"), refused.stderr)
+        XCTAssertEqual((try json(refused.stdout)["refusals"] as? [[String: Any]])?.first?["reason"] as? String, "backup")
+        XCTAssertTrue(try Database(path: b).tableExists("patients"))
+
+        // Asked for: restored, and said whose backup it was.
+        let allowed = try runStrata(["restore", backup, "--database", b, "--other-database"], in: directory)
+        XCTAssertEqual(allowed.status, 0, allowed.stderr)
+        XCTAssertTrue(allowed.stdout.contains("(a backup of app-a.sqlite)"), allowed.stdout)
+        XCTAssertTrue(try Database(path: b).tableExists("invoices"))
+        XCTAssertFalse(try Database(path: b).tableExists("patients"))
+    }
+
+    /// Restoring into a path where no database is replaces nothing (a copy to inspect, a database rebuilt
+    /// elsewhere), so another database's backup may be created there; the report says whose it is. A backup the
+    /// user renamed carries no database name and is taken as given; the backup of the database itself as always.
+    func testAnotherDatabasesBackupMayCreateAMissingDatabaseAndARenamedBackupIsTakenAsGiven() throws {
+        let directory = try makeTemporaryDirectory(self)
+        let a = directory.appendingPathComponent("app-a.sqlite").path
+        let dbA = try Database(path: a)
+        try dbA.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+        let backup = directory.appendingPathComponent("app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup").path
+        try dbA.backup(to: backup)
+        let renamed = directory.appendingPathComponent("before-the-incident.sqlite").path
+        try dbA.backup(to: renamed)
+        dbA.close()
+
+        let created = try runStrata(["restore", backup, "--database", "inspect.sqlite", "--format", "json"], in: directory)
+        XCTAssertEqual(created.status, 0, created.stderr)
+        let object = try json(created.stdout)
+        XCTAssertEqual(object["created"] as? Bool, true)
+        XCTAssertEqual(object["backupOf"] as? String, "app-a.sqlite")
+        let text = try runStrata(["restore", backup, "--database", "inspect-2.sqlite"], in: directory)
+        XCTAssertTrue(text.stdout.hasPrefix("Created inspect-2.sqlite from app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup (a backup of app-a.sqlite) ("),
+                      text.stdout)
+
+        let b = directory.appendingPathComponent("app-b.sqlite").path
+        try Database(path: b).execute("CREATE TABLE patients (id INTEGER PRIMARY KEY)")
+        let report = try Database.restore(backup: renamed, to: b)
+        XCTAssertNil(report.backupOf)
+        XCTAssertFalse(report.isOtherDatabasesBackup)
+        XCTAssertTrue(try Database(path: b).tableExists("invoices"))
+
+        let own = try Database.restore(backup: backup, to: a)
+        XCTAssertEqual(own.backupOf, "app-a.sqlite")
+        XCTAssertFalse(own.isOtherDatabasesBackup)
+        let json = try runStrata(["restore", backup, "--database", a, "--format", "json"], in: directory)
+        XCTAssertEqual(json.status, 0, json.stderr)
+        XCTAssertEqual(try self.json(json.stdout)["backupOf"] as? String, "app-a.sqlite")
+    }
+
+    func testABackupsNameGivesTheDatabaseItWasTakenOf() {
+        XCTAssertEqual(BackupName.parse("app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup"),
+                       BackupName(database: "app-a.sqlite", stamp: "20260301T120000.123Z", planID: "0123456789abcdef"))
+        XCTAssertEqual(BackupName.parse("a.b.c.20260301T120000.123Z.0123456789abcdef.backup")?.database, "a.b.c")
+        XCTAssertEqual(BackupName.parse("bücher.db.20260301T120000.123Z.0123456789abcdef.backup")?.database, "bücher.db")
+        for name in [".20260301T120000.123Z.0123456789abcdef.backup", "20260301T120000.123Z.0123456789abcdef.backup",
+                     "app.sqlite.20260301T120000.123Z.0123456789ABCDEF.backup", "app.sqlite.20260301T120000.123.0123456789abcdef.backup",
+                     "app.sqlite.20260301-120000.123Z.0123456789abcdef.backup", "app.sqlite.20260301T120000.123Z.0123456789abcdef.backup.gz",
+                     "app.sqlite.20260301T120000.123Z-0123456789abcdef.backup", "app.sqlite.backup", "x"] {
+            XCTAssertNil(BackupName.parse(name), name)
+        }
+        XCTAssertNil(BackupName.parse("app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup", database: "app-b.sqlite"))
+        XCTAssertNil(BackupName.parse("xapp.sqlite.20260301T120000.123Z.0123456789abcdef.backup", database: "app.sqlite"))
+    }
+
     // MARK: PostgreSQL
 
     func testPostgreSQLRefusesBackupAndRestoreBeforeAnythingRuns() throws {
