@@ -18,13 +18,22 @@ extension Database: BackupSource {
 
     public var backupFileMode: UInt32? { path.flatMap(DurableFiles.mode(of:)) }
 
-    public func writeBackup(to path: String) throws {
+    public func writeBackup(to path: String, checkingFirst check: () throws -> Void) throws {
         let destination = try Database(path: path, configuration: Configuration(busyTimeout: .zero, foreignKeys: false))
         defer { destination.close() }
-        do {
-            try Self.copy(from: self, into: destination)
-        } catch let error as DatabaseError where error.kind == .busy {
-            throw error.with(message: "another connection held the database's lock for longer than the busy timeout (\(configuration.busyTimeout)), so no consistent copy could be read: \(error.message)")
+        try inOneReadTransaction {
+            do {
+                // Starts the read transaction now, before the check reads anything.
+                _ = try scalar("PRAGMA schema_version", .none, as: Int.self)
+            } catch let error as DatabaseError where error.kind == .busy {
+                throw Self.noConsistentCopy(error, configuration.busyTimeout)
+            }
+            try check()
+            do {
+                try Self.copy(from: self, into: destination)
+            } catch let error as DatabaseError where error.kind == .busy {
+                throw Self.noConsistentCopy(error, configuration.busyTimeout)
+            }
         }
         destination.close()
         // Checked on a connection of its own, so what is read is the file, not the copy's page cache. That
@@ -35,6 +44,17 @@ extension Database: BackupSource {
             throw BackupError(.failed, "the copy fails PRAGMA integrity_check (\(problems.joined(separator: "; "))); the database itself may be damaged: run PRAGMA integrity_check on it")
         }
         try DurableFiles.sync(file: path)
+    }
+
+    /// Runs `body` inside one read transaction: the caller's when one is open, else a deferred one that `body`'s
+    /// first read starts. `sqlite3_backup_step` copies through a read transaction the source connection has open
+    /// rather than starting its own, so what `body` reads and what it copies are the same state.
+    private func inOneReadTransaction(_ body: () throws -> Void) throws {
+        if isInTransaction { try body() } else { try transaction(.deferred) { _ in try body() } }
+    }
+
+    private static func noConsistentCopy(_ error: DatabaseError, _ timeout: Duration) -> DatabaseError {
+        error.with(message: "another connection held the database's lock for longer than the busy timeout (\(timeout)), so no consistent copy could be read: \(error.message)")
     }
 
     /// Copies the main database, as one committed state, into a new file at `path`, while other connections and

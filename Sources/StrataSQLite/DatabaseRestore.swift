@@ -18,10 +18,15 @@ public struct RestoreOptions: Sendable, Equatable {
     /// Keep the database as it was before the restore beside it (`<database>.before-restore-<time>`) once the
     /// restore has succeeded. By default that copy is kept only until the restore has succeeded.
     public var keepCurrent: Bool
+    /// Restore a backup whose name says it is another database's (`BackupName`: `app-a.sqlite.TIME.PLANID.backup`
+    /// into an existing `app-b.sqlite`), which is refused otherwise: a mistyped path would replace one database with
+    /// another's schema, rows and history. `strata restore --other-database`.
+    public var allowOtherDatabase: Bool
 
-    public init(busyTimeout: Duration = .seconds(60), keepCurrent: Bool = false) {
+    public init(busyTimeout: Duration = .seconds(60), keepCurrent: Bool = false, allowOtherDatabase: Bool = false) {
         self.busyTimeout = busyTimeout
         self.keepCurrent = keepCurrent
+        self.allowOtherDatabase = allowOtherDatabase
     }
 }
 
@@ -31,6 +36,13 @@ public struct RestoreReport: Sendable, Equatable {
     public let database: String
     /// The backup it now holds.
     public let backup: String
+    /// The file name of the database the backup was taken of, as its name gives it (`library.sqlite` for
+    /// `library.sqlite.TIME.PLANID.backup`); nil for a file not named as Strata names backups (renamed, or made
+    /// otherwise), of which nothing is known.
+    public let backupOf: String?
+    /// The backup's name gives another database's file name than `database`'s: it was created from it, or restored
+    /// over it with `RestoreOptions.allowOtherDatabase`.
+    public var isOtherDatabasesBackup: Bool { backupOf.map { $0 != PathComponents.last(database) } ?? false }
     /// The database did not exist, and the restore created it.
     public let created: Bool
     /// Where the database as it was before the restore is kept (`RestoreOptions.keepCurrent`); nil when it was not
@@ -50,6 +62,10 @@ extension Database {
     /// ```
     /// - The backup is checked first (a regular, non-empty SQLite file passing `PRAGMA integrity_check`); one that
     ///   is not is refused (`BackupError.Kind.refused`) before the database is touched.
+    /// - A backup whose name says it was taken of a database with another file name (`app-a.sqlite.TIME.PLANID.backup`
+    ///   for an existing `app-b.sqlite`) is refused (`.refused`) unless `allowOtherDatabase`: it would replace one
+    ///   database with another's. A missing database may be created from any backup (nothing is replaced), and a
+    ///   file not named as Strata names backups is taken as given; `RestoreReport.backupOf` says whose it is.
     /// - An existing database is replaced through SQLite's online backup API, in one write transaction on it: other
     ///   connections see the old contents or the new, never a mix; a connection writing it (in rollback-journal
     ///   mode, reading it too) makes the restore wait up to `busyTimeout`, then refuse with `.busy`. Its journal or
@@ -79,15 +95,21 @@ extension Database {
         guard !DurableFiles.sameFile(backup, databasePath) else {
             throw BackupError(.refused, "\(displayPath(backup)) is \(shown) itself; name the backup to restore and the database to restore into")
         }
+        let backupOf = BackupName.parse(PathComponents.last(backup))?.database
+        let exists = DurableFiles.exists(databasePath)
+        if let backupOf, backupOf != PathComponents.last(databasePath), exists, !options.allowOtherDatabase {
+            throw BackupError(.refused, "\(displayPath(backup)) is named as a backup of \(backupOf), not of \(PathComponents.last(databasePath)): restoring it would replace \(shown) with another database's schema, rows and history. Check the two paths; to restore it into \(shown) all the same, pass --other-database (RestoreOptions.allowOtherDatabase); nothing was restored")
+        }
         let source = try openBackup(backup)
         defer { source.close() }
         // "" for the current directory: names made in it stay as short as the path given.
         let directory = PathComponents.deletingLast(databasePath)
 
-        guard DurableFiles.exists(databasePath) else {
+        guard exists else {
+            // Appearing since it was looked for is noticed: the restored copy is linked into place, never over a file.
             try create(databasePath, in: directory, from: source, backup: backup)
-            return RestoreReport(database: databasePath, backup: backup, created: true, keptCurrent: nil,
-                                 durationMs: milliseconds())
+            return RestoreReport(database: databasePath, backup: backup, backupOf: backupOf, created: true,
+                                 keptCurrent: nil, durationMs: milliseconds())
         }
         let live: Database
         do {
@@ -127,7 +149,7 @@ extension Database {
             DurableFiles.removeDatabase(kept)
             try? DurableFiles.sync(directory: directory)
         }
-        return RestoreReport(database: databasePath, backup: backup, created: false,
+        return RestoreReport(database: databasePath, backup: backup, backupOf: backupOf, created: false,
                              keptCurrent: options.keepCurrent ? kept : nil, durationMs: milliseconds())
     }
 

@@ -91,15 +91,18 @@ enum CLI {
                     usage: "strata resolve FILE --applied|--rolled-back --manifest PATH [--database PATH]",
                     valueOptions: manifestOptions, flags: ["applied", "rolled-back"], positionals: 1...1),
         CommandSpec(name: "restore", summary: "put a backup back: replace a SQLite database's contents with it",
-                    usage: "strata restore BACKUP (--database PATH | --manifest PATH) [--timeout SECONDS] [--keep-current]",
-                    valueOptions: manifestOptions.union(["timeout"]), flags: ["keep-current"], positionals: 1...1,
+                    usage: "strata restore BACKUP (--database PATH | --manifest PATH) [--timeout SECONDS] [--keep-current] [--other-database]",
+                    valueOptions: manifestOptions.union(["timeout"]), flags: ["keep-current", "other-database"],
+                    positionals: 1...1,
                     details: """
                         Checks BACKUP (a SQLite file passing PRAGMA integrity_check), copies the database as it is beside it
                         as NAME.before-restore-TIME, then replaces its contents with BACKUP's in one transaction through
                         SQLite's backup API and checks the result; the copy is removed once the restore has succeeded
                         (--keep-current keeps it). A missing database is created. Refused while another connection writes
                         (waiting up to --timeout, default 60 s; exit 1), for a file that is not a usable backup or a stale
-                        -wal/-journal beside a missing database (exit 3), and on PostgreSQL (exit 3: use pg_restore or
+                        -wal/-journal beside a missing database (exit 3), for a backup named as another database's
+                        (NAME.TIME.PLANID.backup with another NAME than the database's file name) over an existing
+                        database unless --other-database is given (exit 3), and on PostgreSQL (exit 3: use pg_restore or
                         point-in-time recovery). Stop the programs that use the database, and any migrate, while restoring.
                         """),
         CommandSpec(name: "new", summary: "create the next migration file in the manifest's migrations directory",

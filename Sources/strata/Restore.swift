@@ -13,16 +13,20 @@ extension Commands {
             throw UsageError("restore takes the database's file path, not a file: URI")
         }
         let report = try Database.restore(backup: backup, to: sqlite.path,
-                                          options: RestoreOptions(busyTimeout: try timeout, keepCurrent: invocation.has("keep-current")))
+                                          options: RestoreOptions(busyTimeout: try timeout, keepCurrent: invocation.has("keep-current"),
+                                                                  allowOtherDatabase: invocation.has("other-database")))
+        // Said whenever the backup's name gives another database: into a new file, or with --other-database.
+        let whose = report.isOtherDatabasesBackup ? " (a backup of \(report.backupOf ?? ""))" : ""
         let from = displayPath(report.backup)
         if report.created {
-            output.line("Created \(sqlite.name) from \(from) (\(report.durationMs) ms); it passes PRAGMA integrity_check.")
+            output.line("Created \(sqlite.name) from \(from)\(whose) (\(report.durationMs) ms); it passes PRAGMA integrity_check.")
         } else {
-            output.line("Restored \(sqlite.name) from \(from) (\(report.durationMs) ms); it passes PRAGMA integrity_check.")
+            output.line("Restored \(sqlite.name) from \(from)\(whose) (\(report.durationMs) ms); it passes PRAGMA integrity_check.")
             output.line(report.keptCurrent.map { "The database as it was is kept as \(displayPath($0))." }
                         ?? "The copy of the database as it was, kept until the restore succeeded, was removed (--keep-current keeps it).")
         }
         output.object(["command": "restore", "database": .string(sqlite.name), "backup": .string(from),
+                       "backupOf": .optional(report.backupOf),
                        "created": .bool(report.created), "keptCurrent": .optional(report.keptCurrent.map(displayPath)),
                        "durationMs": .optional(report.durationMs)])
         return ExitCode.success

@@ -41,6 +41,15 @@ final class BackupTests: XCTestCase {
         try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text)
     }
 
+    /// Records the migration at `file` (under the project) as applied, as its runner does once it has run.
+    private func recordApplied(_ file: String, of project: Project, in db: Database) throws {
+        let checksum = try Checksum.ofFile(atPath: project.root.appendingPathComponent(file).path, content: .sql)
+        try db.history.write(HistoryRecord(kind: .migration, identity: PathComponents.last(file), checksum: checksum,
+                                           checksumVersion: Checksum.algorithmVersion, appliedAt: HistoryRecord.now(),
+                                           durationMs: 1, rowCount: nil, state: .applied, toolVersion: "0",
+                                           appliedSQL: nil, runner: nil, error: nil))
+    }
+
     /// Waits until `condition` holds, failing after `timeout` (a guard against a hang, not a measure of time).
     private func wait(_ what: String, timeout: TimeInterval = 120, file: StaticString = #filePath, line: UInt = #line,
                       until condition: () throws -> Bool) rethrows {
@@ -395,6 +404,121 @@ final class BackupTests: XCTestCase {
         }
     }
 
+    // MARK: A backup is a state between steps
+
+    /// Another runner is applying a `transaction="none"` step (its history row `running`, its lock held; this test
+    /// plays it): the database holds that step half-done. The backup waits for it, as the run's own claim would,
+    /// and is taken of the state after it, named with the plan that follows; the run says the step was applied by
+    /// another run. (Taken right after planning, the backup held table `half` and a `running` row, named as the
+    /// database before this run, and `--keep` removed clean older backups for it.)
+    func testMigrateBackupWaitsForAStepAnotherRunnerIsApplyingAndCopiesTheStateAfterIt() throws {
+        let project = try Project(self, backend: .sqlite, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+        XCTAssertNil(try project.migrator().migrate().failure)
+        try project.file("sql/2_none.sql", "CREATE TABLE half (x INTEGER);\nCREATE TABLE done (x INTEGER);\n")
+        try project.file("manifest.xml", #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"><migration file="2_none.sql" transaction="none"/></migrations></manifest>"#)
+        // 2_none.sql half-applied by a live runner: its first statement committed, its history row running, its
+        // lock held.
+        let db = try project.database()
+        try db.execute("CREATE TABLE half (x INTEGER)")
+        try db.history.write(.leftBehind("2_none.sql", state: .running, runner: "deployer-1:4242"))
+        let claim = try XCTUnwrap(try db.stepLocks.claim(kind: .migration, id: "2_none.sql"))
+        defer { claim.release() }
+        try project.file("sql/3_c.sql", "CREATE TABLE c (x INTEGER);")
+        let firstPlan = try project.migrator().plan().id
+        let backups = project.root.appendingPathComponent("bk")
+
+        let (process, out, err) = try startStrata(["migrate", "--manifest", project.manifestPath, "--backup", backups.path, "--timeout", "60"],
+                                                  in: project.root)
+        let stdout = PipeWatcher(out), stderr = PipeWatcher(err)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGTERM); process.waitUntilExit() } }
+        XCTAssertTrue(stderr.wait(for: "is being applied by another process; waiting", from: process), stderr.text)
+        for name in self.backups(in: backups) {
+            let copy = try Database(path: backups.appendingPathComponent(name).path, configuration: .init(readOnly: true))
+            defer { copy.close() }
+            let running = try copy.scalar("SELECT count(*) FROM strata_history WHERE state = 'running'", as: Int.self)
+            XCTAssertEqual(running, 0, "\(name) was taken while 2_none.sql was half-applied by a live runner: it holds table half and a running row, and is named as the database before this run")
+        }
+        XCTAssertEqual(self.backups(in: backups), [], "no backup while a step is half-applied")
+        XCTAssertTrue(process.isRunning, "it waits, within --timeout")
+
+        // The other runner finishes its step and records it.
+        try db.execute("CREATE TABLE done (x INTEGER)")
+        try recordApplied("sql/2_none.sql", of: project, in: db)
+        claim.release()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, stderr.text)
+        XCTAssertTrue(stdout.wait(for: "applied meanwhile by another run", from: process), stdout.text)
+        XCTAssertTrue(stdout.text.contains("applied  migration  3_c.sql"), stdout.text)
+        let name = try XCTUnwrap(self.backups(in: backups).first, stdout.text)
+        XCTAssertEqual(self.backups(in: backups).count, 1)
+        let copy = try Database(path: backups.appendingPathComponent(name).path, configuration: .init(readOnly: true))
+        defer { copy.close() }
+        XCTAssertEqual(try copy.rows("SELECT identity, state FROM strata_history ORDER BY identity").map { "\(try $0.get(0, as: String.self)) \(try $0.get(1, as: String.self))" },
+                       ["1_a.sql applied", "2_none.sql applied"], "the state between 2_none.sql and 3_c.sql")
+        XCTAssertTrue(try copy.tableExists("done"))
+        XCTAssertFalse(try copy.tableExists("c"))
+        let planID = try XCTUnwrap(BackupName.parse(name, database: "db.sqlite")?.planID)
+        XCTAssertNotEqual(planID, firstPlan, "named with the plan that followed it (3_c.sql alone), not the one made while 2_none.sql ran")
+    }
+
+    /// A step another run applies between the backup and this run's step is not in the backup, and the report says
+    /// another run applied it: the backup is still the state before every step the run reports.
+    func testAStepAnotherRunAppliesAfterTheBackupIsReportedAsAppliedByIt() throws {
+        let project = try project(files: ["sql/1.sql": "CREATE TABLE a (x);"])
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        try project.file("sql/2.sql", "INSERT INTO a VALUES (2);")
+        try project.file("sql/3.sql", "INSERT INTO a VALUES (3);")
+        var options = MigrationOptions()
+        options.backup = BackupOptions(directory: project.root.appendingPathComponent("b").path)
+        var other: Error?
+        let report = try project.migrator().migrate(options) { event in
+            guard case .backedUp = event else { return }
+            // Another run applies 2.sql, as its runner would: the step and its history row in one transaction.
+            do {
+                let db = try project.database()
+                try db.transaction(.immediate) { db in
+                    try db.execute("INSERT INTO a VALUES (2)")
+                    try self.recordApplied("sql/2.sql", of: project, in: db)
+                }
+            } catch { other = error }
+        }
+        XCTAssertNil(other)
+        XCTAssertEqual(report.applied.map(\.id), ["3.sql"])
+        XCTAssertEqual(report.alreadyApplied, ["2.sql"], "another run applied it after the backup")
+        let backup = try XCTUnwrap(report.backup)
+        XCTAssertEqual(try Database(path: backup.path).scalar("SELECT count(*) FROM a", as: Int.self), 0)
+    }
+
+    /// What the check inside `writeBackup(to:checkingFirst:)` reads is exactly what is copied: a commit another
+    /// connection makes after the check is not in the copy (WAL mode, where writers go on during a read).
+    func testTheBackupsCheckAndCopyReadOneState() throws {
+        let directory = try makeTemporaryDirectory(self)
+        let path = directory.appendingPathComponent("app.db").path
+        let db = try Database(path: path, configuration: Database.Configuration(walMode: true))
+        try db.execute("CREATE TABLE t (x)")
+        try db.execute("INSERT INTO t VALUES (1)")
+        let writer = try Database(path: path)
+        let copy = directory.appendingPathComponent("copy.db").path
+        try DurableFiles.createNew(copy, mode: 0o600)
+        var seen: Int?
+        try db.writeBackup(to: copy) {
+            seen = try db.scalar("SELECT count(*) FROM t", as: Int.self)
+            try writer.execute("INSERT INTO t VALUES (2)")
+        }
+        XCTAssertEqual(seen, 1)
+        XCTAssertEqual(try Database(path: copy).scalar("SELECT count(*) FROM t", as: Int.self), 1, "the state the check read")
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM t", as: Int.self), 2)
+        XCTAssertFalse(db.isInTransaction)
+        // What the check throws stops the copy and is thrown as it is.
+        let refused = directory.appendingPathComponent("refused.db").path
+        try DurableFiles.createNew(refused, mode: 0o600)
+        let thrown = assertThrows(MigrationError.self) {
+            try db.writeBackup(to: refused) { throw MigrationError.lockTimeout("no") }
+        }
+        XCTAssertNotNil(thrown)
+        XCTAssertEqual(DurableFiles.size(of: refused), 0, "nothing was copied")
+    }
+
     // MARK: The library
 
     func testDatabaseBackupToIsAConsistentCheckedCopyAndReplacesNothing() throws {
@@ -562,6 +686,97 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(journal.status, 3, journal.stderr)
         XCTAssertTrue(journal.stderr.contains("gone.sqlite-journal"), journal.stderr)
         XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM a", as: Int.self), 2, "nothing was restored")
+    }
+
+    /// `restore app-a.sqlite.TIME.PLAN.backup --database app-b.sqlite` replaced app-b with app-a's contents,
+    /// history included, saying only "Restored app-b.sqlite": a mistyped path in an incident replaces one database
+    /// with another. A backup named as another database's is refused over an existing database unless asked for.
+    func testRestoreRefusesAnotherDatabasesBackupOverAnExistingDatabase() throws {
+        let directory = try makeTemporaryDirectory(self)
+        let a = directory.appendingPathComponent("app-a.sqlite").path
+        let b = directory.appendingPathComponent("app-b.sqlite").path
+        let dbA = try Database(path: a)
+        try dbA.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+        let backup = directory.appendingPathComponent("app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup").path
+        try dbA.backup(to: backup)
+        dbA.close()
+        let dbB = try Database(path: b)
+        try dbB.execute("CREATE TABLE patients (id INTEGER PRIMARY KEY)")
+        dbB.close()
+
+        let thrown = assertThrows(BackupError.self) { try Database.restore(backup: backup, to: b) }
+        XCTAssertEqual(thrown?.kind, .refused)
+        XCTAssertTrue(thrown?.message.contains("is named as a backup of app-a.sqlite, not of app-b.sqlite") == true, "\(String(describing: thrown))")
+        XCTAssertTrue(thrown?.message.contains("--other-database") == true)
+        XCTAssertTrue(try Database(path: b).tableExists("patients"), "app-b.sqlite was replaced with app-a.sqlite's backup")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("before-restore") }, [])
+
+        // The command: exit 3, reason backup; nothing restored.
+        let refused = try runStrata(["restore", backup, "--database", b, "--format", "json"], in: directory)
+        XCTAssertEqual(refused.status, 3, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("--other-database"), refused.stderr)
+        XCTAssertEqual((try json(refused.stdout)["refusals"] as? [[String: Any]])?.first?["reason"] as? String, "backup")
+        XCTAssertTrue(try Database(path: b).tableExists("patients"))
+
+        // Asked for: restored, and said whose backup it was.
+        let allowed = try runStrata(["restore", backup, "--database", b, "--other-database"], in: directory)
+        XCTAssertEqual(allowed.status, 0, allowed.stderr)
+        XCTAssertTrue(allowed.stdout.contains("(a backup of app-a.sqlite)"), allowed.stdout)
+        XCTAssertTrue(try Database(path: b).tableExists("invoices"))
+        XCTAssertFalse(try Database(path: b).tableExists("patients"))
+    }
+
+    /// Restoring into a path where no database is replaces nothing (a copy to inspect, a database rebuilt
+    /// elsewhere), so another database's backup may be created there; the report says whose it is. A backup the
+    /// user renamed carries no database name and is taken as given; the backup of the database itself as always.
+    func testAnotherDatabasesBackupMayCreateAMissingDatabaseAndARenamedBackupIsTakenAsGiven() throws {
+        let directory = try makeTemporaryDirectory(self)
+        let a = directory.appendingPathComponent("app-a.sqlite").path
+        let dbA = try Database(path: a)
+        try dbA.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+        let backup = directory.appendingPathComponent("app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup").path
+        try dbA.backup(to: backup)
+        let renamed = directory.appendingPathComponent("before-the-incident.sqlite").path
+        try dbA.backup(to: renamed)
+        dbA.close()
+
+        let created = try runStrata(["restore", backup, "--database", "inspect.sqlite", "--format", "json"], in: directory)
+        XCTAssertEqual(created.status, 0, created.stderr)
+        let object = try json(created.stdout)
+        XCTAssertEqual(object["created"] as? Bool, true)
+        XCTAssertEqual(object["backupOf"] as? String, "app-a.sqlite")
+        let text = try runStrata(["restore", backup, "--database", "inspect-2.sqlite"], in: directory)
+        XCTAssertTrue(text.stdout.hasPrefix("Created inspect-2.sqlite from app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup (a backup of app-a.sqlite) ("),
+                      text.stdout)
+
+        let b = directory.appendingPathComponent("app-b.sqlite").path
+        try Database(path: b).execute("CREATE TABLE patients (id INTEGER PRIMARY KEY)")
+        let report = try Database.restore(backup: renamed, to: b)
+        XCTAssertNil(report.backupOf)
+        XCTAssertFalse(report.isOtherDatabasesBackup)
+        XCTAssertTrue(try Database(path: b).tableExists("invoices"))
+
+        let own = try Database.restore(backup: backup, to: a)
+        XCTAssertEqual(own.backupOf, "app-a.sqlite")
+        XCTAssertFalse(own.isOtherDatabasesBackup)
+        let json = try runStrata(["restore", backup, "--database", a, "--format", "json"], in: directory)
+        XCTAssertEqual(json.status, 0, json.stderr)
+        XCTAssertEqual(try self.json(json.stdout)["backupOf"] as? String, "app-a.sqlite")
+    }
+
+    func testABackupsNameGivesTheDatabaseItWasTakenOf() {
+        XCTAssertEqual(BackupName.parse("app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup"),
+                       BackupName(database: "app-a.sqlite", stamp: "20260301T120000.123Z", planID: "0123456789abcdef"))
+        XCTAssertEqual(BackupName.parse("a.b.c.20260301T120000.123Z.0123456789abcdef.backup")?.database, "a.b.c")
+        XCTAssertEqual(BackupName.parse("bücher.db.20260301T120000.123Z.0123456789abcdef.backup")?.database, "bücher.db")
+        for name in [".20260301T120000.123Z.0123456789abcdef.backup", "20260301T120000.123Z.0123456789abcdef.backup",
+                     "app.sqlite.20260301T120000.123Z.0123456789ABCDEF.backup", "app.sqlite.20260301T120000.123.0123456789abcdef.backup",
+                     "app.sqlite.20260301-120000.123Z.0123456789abcdef.backup", "app.sqlite.20260301T120000.123Z.0123456789abcdef.backup.gz",
+                     "app.sqlite.20260301T120000.123Z-0123456789abcdef.backup", "app.sqlite.backup", "x"] {
+            XCTAssertNil(BackupName.parse(name), name)
+        }
+        XCTAssertNil(BackupName.parse("app-a.sqlite.20260301T120000.123Z.0123456789abcdef.backup", database: "app-b.sqlite"))
+        XCTAssertNil(BackupName.parse("xapp.sqlite.20260301T120000.123Z.0123456789abcdef.backup", database: "app.sqlite"))
     }
 
     // MARK: PostgreSQL

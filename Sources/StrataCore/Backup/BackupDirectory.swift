@@ -15,8 +15,10 @@ import Darwin
 /// checked and synced by the source, then given its name with a hard link, which never replaces another file; the
 /// directory is synced after. A backup that fails leaves no file under a backup's name, and its temporary file is
 /// removed (a process killed part-way can leave one behind, hidden, which may be deleted).
-package struct BackupDirectory {
+package final class BackupDirectory {
     package let options: BackupOptions
+    /// This object created the directory (in an earlier `take` too, one that copied nothing).
+    private var createdDirectory = false
 
     package init(_ options: BackupOptions) {
         self.options = options
@@ -24,48 +26,81 @@ package struct BackupDirectory {
 
     /// Copies `source` into the directory, named with `planID`, then removes its backups beyond `keep`.
     package func take(from source: any BackupSource, planID: String) throws -> DatabaseBackup {
+        guard BackupName.isPlanID(planID) else { throw Self.notAPlanID(planID) }
+        guard let backup = try take(from: source, ofState: { planID }) else {
+            throw BackupError(.failed, "no backup was taken of plan \(planID); nothing was applied")
+        }
+        return backup
+    }
+
+    /// Copies `source` into the directory, then removes its backups beyond `keep`. `state` runs inside the read
+    /// transaction the copy is read in (`BackupSource.writeBackup(to:checkingFirst:)`), so it sees exactly the state
+    /// copied, and says which plan that state precedes, or nil to copy nothing (the directory may have been created;
+    /// nothing else is left, and this returns nil). What `state` throws is thrown as it is, nothing left behind.
+    package func take(from source: any BackupSource, ofState state: () throws -> String?) throws -> DatabaseBackup? {
         let started = ContinuousClock.now
         let directory = options.directory
         guard let base = source.backupBaseName else {
             throw BackupError(.failed, "the database is not a file (in memory or temporary): there is nothing to back up into \(displayPath(directory)); nothing was applied")
         }
-        guard BackupName.isPlanID(planID) else {
-            throw BackupError(.failed, "'\(planID)' is not a plan id (16 hex digits): backups are named with the plan they precede")
-        }
         if let keep = options.keep, keep < 1 {
             throw BackupError(.failed, "keep=\(keep): a backup directory keeps at least the backup just taken (keep 1 or more)")
         }
-        let created = try prepareDirectory()
+        if try prepareDirectory() { createdDirectory = true }
         let temporary = PathComponents.appending(DurableFiles.uniqueName(".\(base).backup-in-progress-"), to: directory)
         var takenAt = Date()
+        var planID: String?
+        // What `state` threw, thrown again as it is rather than as a failed copy.
+        var stateError: (any Error)?
         let path: String
         do {
             try DurableFiles.createNew(temporary, mode: source.backupFileMode ?? 0o600)
             do {
-                try source.writeBackup(to: temporary)
-            } catch let error as DatabaseError where error.kind == .busy {
+                try source.writeBackup(to: temporary) {
+                    do {
+                        planID = try state()
+                    } catch {
+                        stateError = error
+                        throw error
+                    }
+                    guard let planID else { throw NothingToCopy() }
+                    guard BackupName.isPlanID(planID) else { throw Self.notAPlanID(planID) }
+                }
+            } catch let error as DatabaseError where error.kind == .busy && stateError == nil {
                 throw BackupError(.busy, "could not back up \(base) into \(displayPath(directory)): \(error.message); nothing was applied")
-            } catch let error as BackupError {
+            } catch let error as BackupError where stateError == nil {
                 throw BackupError(error.kind, "could not back up \(base) into \(displayPath(directory)): \(error.message); nothing was applied")
-            } catch {
+            } catch let error where stateError == nil && !(error is NothingToCopy) {
                 throw BackupError(.failed, "could not back up \(base) into \(displayPath(directory)): \(Self.reason(error)); nothing was applied")
             }
+            let named = planID ?? ""
             path = try DurableFiles.publish(temporary, in: directory) {
                 takenAt = Date()
-                return BackupName(database: base, stamp: DurableFiles.stamp(takenAt), planID: planID).fileName
+                return BackupName(database: base, stamp: DurableFiles.stamp(takenAt), planID: named).fileName
             }
+        } catch is NothingToCopy {
+            DurableFiles.removeDatabase(temporary)
+            return nil
         } catch let error as BackupError {
             DurableFiles.removeDatabase(temporary)
             throw error
         } catch {
             DurableFiles.removeDatabase(temporary)
+            if let stateError { throw stateError }
             throw BackupError(.failed, "could not back up \(base) into \(displayPath(directory)): \(error); nothing was applied")
         }
         let durationMs = Self.milliseconds(since: started)
         let (removed, notRemoved) = removeOldBackups(of: base, keeping: PathComponents.last(path))
-        return DatabaseBackup(path: path, planID: planID, takenAt: DurableFiles.isoMilliseconds(takenAt),
-                              size: DurableFiles.size(of: path) ?? 0, durationMs: durationMs, createdDirectory: created,
-                              removed: removed, notRemoved: notRemoved)
+        return DatabaseBackup(path: path, planID: planID ?? "", takenAt: DurableFiles.isoMilliseconds(takenAt),
+                              size: DurableFiles.size(of: path) ?? 0, durationMs: durationMs,
+                              createdDirectory: createdDirectory, removed: removed, notRemoved: notRemoved)
+    }
+
+    /// Thrown inside the copy's read transaction when `state` asks for no copy; never leaves `take`.
+    private struct NothingToCopy: Error {}
+
+    private static func notAPlanID(_ text: String) -> BackupError {
+        BackupError(.failed, "'\(text)' is not a plan id (16 hex digits): backups are named with the plan they precede")
     }
 
     /// Makes sure the directory exists (creating it and its missing parents); true when it was created.

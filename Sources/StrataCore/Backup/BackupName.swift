@@ -22,18 +22,29 @@ package struct BackupName: Equatable {
 
     /// The backup named `fileName` of the database file named `database`, or nil for any other name.
     package static func parse(_ fileName: String, database: String) -> BackupName? {
-        let prefix = database + "."
-        guard fileName.hasPrefix(prefix), fileName.hasSuffix(suffix) else { return nil }
-        let middle = Array(fileName.utf8.dropFirst(prefix.utf8.count).dropLast(suffix.utf8.count))
-        // 20260301T120000.123Z . 16 hex
-        guard middle.count == 20 + 1 + 16 else { return nil }
-        let stamp = middle[0..<20], dot = middle[20], planID = middle[21...]
-        func digits(_ range: Range<Int>) -> Bool { stamp[range].allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }
-        guard digits(0..<8), stamp[8] == UInt8(ascii: "T"), digits(9..<15), stamp[15] == UInt8(ascii: "."),
-              digits(16..<19), stamp[19] == UInt8(ascii: "Z"), dot == UInt8(ascii: "."),
-              planID.allSatisfy({ isLowerHex($0) }) else { return nil }
-        return BackupName(database: database, stamp: String(decoding: stamp, as: UTF8.self),
-                          planID: String(decoding: planID, as: UTF8.self))
+        parse(fileName).flatMap { $0.database == database ? $0 : nil }
+    }
+
+    /// The backup `fileName` names, whichever database's it is: nil unless the name ends in exactly
+    /// `.<time>.<plan id>.backup` after a non-empty database file name. `restore` reads the database a backup was
+    /// taken of from it.
+    package static func parse(_ fileName: String) -> BackupName? {
+        let bytes = Array(fileName.utf8)
+        // . 20260301T120000.123Z . 16 hex .backup
+        let tail = 1 + 20 + 1 + 16 + suffix.utf8.count
+        guard bytes.count > tail, fileName.hasSuffix(suffix) else { return nil }
+        let start = bytes.count - tail
+        let stamp = bytes[(start + 1)..<(start + 21)], planID = bytes[(start + 22)..<(start + 38)]
+        func digits(_ range: Range<Int>) -> Bool {
+            stamp[(stamp.startIndex + range.lowerBound)..<(stamp.startIndex + range.upperBound)]
+                .allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        }
+        func byte(_ offset: Int) -> UInt8 { stamp[stamp.startIndex + offset] }
+        guard bytes[start] == UInt8(ascii: "."), digits(0..<8), byte(8) == UInt8(ascii: "T"), digits(9..<15),
+              byte(15) == UInt8(ascii: "."), digits(16..<19), byte(19) == UInt8(ascii: "Z"),
+              bytes[start + 21] == UInt8(ascii: "."), planID.allSatisfy(isLowerHex) else { return nil }
+        return BackupName(database: String(decoding: bytes[..<start], as: UTF8.self),
+                          stamp: String(decoding: stamp, as: UTF8.self), planID: String(decoding: planID, as: UTF8.self))
     }
 
     /// Whether `text` is a plan id as names carry it.

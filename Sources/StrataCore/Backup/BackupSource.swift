@@ -11,5 +11,17 @@ public protocol BackupSource {
     /// connection's busy timeout for a moment when it may read; then checks the copy (`PRAGMA integrity_check`, on a
     /// connection of its own, so what is checked is the file) and syncs it to disk. Throws when any of it fails, and
     /// leaves what it wrote for the caller to remove.
-    func writeBackup(to path: String) throws
+    ///
+    /// `check` runs first, on this connection, inside the read transaction the state is then copied from: what it
+    /// reads is exactly what is copied, and no commit can come between. What it throws is thrown as it is, and
+    /// nothing is copied. `Migrator` checks there that no step is half-applied in the state it backs up.
+    func writeBackup(to path: String, checkingFirst check: () throws -> Void) throws
+}
+
+extension BackupSource {
+    /// Writes one committed state of the database into `path`, checked and synced (`writeBackup(to:checkingFirst:)`
+    /// with nothing to check).
+    public func writeBackup(to path: String) throws {
+        try writeBackup(to: path, checkingFirst: {})
+    }
 }

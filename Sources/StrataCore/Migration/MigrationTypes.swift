@@ -33,7 +33,8 @@ public struct MigrationOptions: Sendable, Equatable {
     /// A backup of the database taken before the first step runs (none when nothing is pending), into a directory
     /// that keeps the newest `keep`; see `BackupOptions`. A backend without one (`MigrationDatabase.backupSource`,
     /// PostgreSQL) refuses the plan (reason `backup`) before anything runs; a backup that fails stops the run with a
-    /// `BackupError` before any step runs.
+    /// `BackupError` before any step runs. The backup is always a state between steps: while another process applies
+    /// a `transaction="none"` step, the run waits for it (up to `waitTimeout`) and backs up the state after it.
     public var backup: BackupOptions?
 
     /// The longest pause between two attempts of a step, however many retries came before.

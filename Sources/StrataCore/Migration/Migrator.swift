@@ -337,19 +337,29 @@ public struct Migrator {
                         progress: ((MigrationEvent) -> Void)? = nil) throws -> MigrationReport {
         let plan = try plan(options, forMigrate: true)
         guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
-        var backup: DatabaseBackup?
-        if let backupOptions = options.backup, !plan.steps.isEmpty {
-            if options.cancellation?.isCancelled == true {
-                var report = MigrationReport()
-                report.cancelled = true
-                report.notRun = plan.steps.map(\.step.id)
-                return report
-            }
-            backup = try takeBackup(backupOptions, planID: plan.id, progress)
+        guard let backupOptions = options.backup, !plan.steps.isEmpty else {
+            return try run(plan.steps, options, watcher: nil, progress)
         }
-        var report = try run(plan.steps, options, watcher: nil, progress)
-        report.backup = backup
-        return report
+        var cancelled = MigrationReport()
+        cancelled.cancelled = true
+        cancelled.notRun = plan.steps.map(\.step.id)
+        if options.cancellation?.isCancelled == true { return cancelled }
+        switch try backUp(backupOptions, options, progress) {
+        case .cancelled:
+            return cancelled
+        case .nothingToApply:
+            var report = MigrationReport()
+            report.alreadyApplied = plan.steps.map(\.step.id)
+            return report
+        case .taken(let backup, let copied):
+            var report = try run(copied.steps, options, watcher: nil, progress)
+            report.backup = backup
+            // Steps of the first plan another run applied before the backup was taken: in it, and not run here.
+            let later = Set(copied.steps.map { key($0.step.kind, $0.step.id) })
+            let before = plan.steps.filter { !later.contains(key($0.step.kind, $0.step.id)) }.map(\.step.id)
+            report.alreadyApplied = before + report.alreadyApplied
+            return report
+        }
     }
 
     /// Applies `steps` (a plan without refusals) in order; `watcher` sees each step before and after it runs.
@@ -446,19 +456,6 @@ public struct Migrator {
             }
         }
         return report
-    }
-
-    /// Copies the database into the backup directory before any step runs: a backup that cannot be taken, checked
-    /// and synced stops the run here, with nothing applied.
-    private func takeBackup(_ options: BackupOptions, planID: String,
-                            _ progress: ((MigrationEvent) -> Void)?) throws -> DatabaseBackup {
-        guard let source = database.backupSource else {
-            throw MigrationError.refused([Refusal(reason: .backup, id: backend.rawValue, message: database.backupUnavailableReason)])
-        }
-        let backup = try BackupDirectory(options).take(from: source, planID: planID)
-        progress?(.backedUp(backup))
-        for problem in backup.notRemoved { progress?(.notice(problem)) }
-        return backup
     }
 
     /// After a failed step: lets the database finish its rollback and says whether it did, and counts the steps
