@@ -24,10 +24,8 @@ extension Migrator {
                 message: "\(type(of: database)) offers no place to rehearse a plan (a copy or a transaction that is rolled back); rehearse runs on Strata's SQLite and PostgreSQL connections")])
         }
         // What would stop migrate stops the rehearsal, found on the database itself before a copy is made.
-        let refusals = try plan(options, forMigrate: true).refusals + status(options).filter { $0.state == .running }.map {
-            Refusal(reason: .notRehearsable, id: $0.id,
-                    message: "\($0.id) is being applied now by \($0.record?.runner ?? "another process"), which holds its lock; rehearse once it is done (the database holds it half-applied until then)")
-        }
+        let refusals = try plan(options, forMigrate: true).refusals
+            + status(options).filter { $0.state == .running }.map(Self.beingAppliedNow)
         guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
         let stage = try rehearsable.rehearsalStage(options)
         var report: RehearsalReport
@@ -49,7 +47,12 @@ extension Migrator {
         let stageOptions = stage.options(for: options)
         // Planned again where it runs: the stage is the database at one moment, and the plan is what it holds then.
         let plan = try staged.plan(stageOptions, forMigrate: true)
-        guard plan.refusals.isEmpty else { throw MigrationError.refused(plan.refusals) }
+        guard plan.refusals.isEmpty else {
+            // A step another process began after the check above and before the copy: the copy holds its `running`
+            // row, whose lock nothing holds there, so it reads as dirty. Said as what it is.
+            let begun = try staged.status(stageOptions).filter { $0.record?.state == .running }
+            throw MigrationError.refused(begun.isEmpty ? plan.refusals : begun.map(Self.beingAppliedNow))
+        }
         let before = try stage.database.schemaSnapshot()
         var notRehearsed: [String: String] = [:]
         for planned in plan.steps {
@@ -101,6 +104,11 @@ extension Migrator {
         }
         report.schemaChanges = try SchemaDifference(from: before, to: try stage.database.schemaSnapshot()).changes
         return report
+    }
+
+    private static func beingAppliedNow(_ status: StepStatus) -> Refusal {
+        Refusal(reason: .notRehearsable, id: status.id,
+                message: "\(status.id) is being applied now by \(status.record?.runner ?? "another process"), which holds its lock; rehearse once it is done (the database holds it half-applied until then)")
     }
 
     private static func key(_ step: PlanStep) -> String { key(step.kind, step.id) }
