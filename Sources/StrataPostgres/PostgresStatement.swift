@@ -48,8 +48,7 @@ public final class PostgresStatement {
     public var layout: RowLayout {
         if let cachedLayout { return cachedLayout }
         let names: [String]
-        if result == nil, Self.highestPlaceholder(in: sql) > PostgresPreparedStatements.maximumParameters,
-           parameters.count > 0 {
+        if result == nil, parameters.count > PostgresPreparedStatements.maximumParameters {
             // Too many parameters to be described (`describe()`), but bound: the run the caller is about to read
             // gives the names, and the next step reads its rows.
             do {
