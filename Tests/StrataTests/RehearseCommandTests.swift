@@ -282,6 +282,71 @@ final class RehearseCommandTests: XCTestCase {
         XCTAssertEqual(object["notRehearsedBeforeFailure"] as? [String], ["002_attach.sql"])
     }
 
+    func testACopyTakenWhileFourProcessesWriteIsOneOfTheirCommittedStatesInRollbackJournalMode() throws {
+        try rehearseWhileFourProcessesWrite(wal: false)
+    }
+
+    func testACopyTakenWhileFourProcessesWriteIsOneOfTheirCommittedStatesInWALMode() throws {
+        try rehearseWhileFourProcessesWrite(wal: true)
+    }
+
+    /// Four writer processes commit as fast as they can while `strata rehearse` runs three times. Each rehearsal's
+    /// step fails unless its copy is one committed state (counter n = rows of commits = their largest total), and
+    /// reports the copy's rows as updated: a state a writer logged as committed. The database gets nothing.
+    private func rehearseWhileFourProcessesWrite(wal: Bool) throws {
+        let project = try Project(self, files: ["sql/1_tables.sql": WriterProcess.tablesSQL])
+        if wal { _ = try Database(path: project.databasePath, configuration: Database.Configuration(walMode: true)) }
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        try project.file("sql/2_check.sql", """
+            CREATE TABLE consistent (ok INTEGER NOT NULL);
+            INSERT INTO consistent SELECT CASE WHEN (SELECT count(*) FROM commits) = (SELECT n FROM counter)
+                AND (SELECT coalesce(max(total), 0) FROM commits) = (SELECT n FROM counter) THEN 1 END;
+            UPDATE commits SET seq = seq;
+            """)
+        let stop = project.root.appendingPathComponent("stop")
+        let writers = try (1...4).map {
+            try WriterProcess.start(database: project.databasePath, writer: $0, directory: project.root, stop: stop)
+        }
+        var stopped = false
+        func stopWriters() {
+            guard !stopped else { return }
+            stopped = true
+            _ = FileManager.default.createFile(atPath: stop.path, contents: nil)
+            for writer in writers { writer.process.waitUntilExit() }
+        }
+        defer { stopWriters() }
+        let deadline = Date().addingTimeInterval(120)
+        while try !writers.allSatisfy({ try $0.commits().count >= 20 || !$0.process.isRunning }) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        XCTAssertTrue(writers.allSatisfy { $0.process.isRunning }, writers.map(\.printed).joined(separator: "\n"))
+
+        var copied: [Int] = []
+        let temporary = try makeTemporaryDirectory(self)
+        for _ in 1...3 {
+            let result = try strata(["rehearse", "--manifest", project.manifestPath, "--format", "json"], in: project.root,
+                                    temporary: temporary)
+            XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+            let step = try XCTUnwrap((try object(result)["steps"] as? [[String: Any]])?.first, result.stdout)
+            let commits = try XCTUnwrap((step["tables"] as? [[String: Any]])?.first { $0["table"] as? String == "commits" }, result.stdout)
+            copied.append(try XCTUnwrap(commits["updated"] as? Int, result.stdout))
+        }
+        stopWriters()
+        var logged: Set<Int> = []
+        for writer in writers {
+            XCTAssertEqual(writer.process.terminationStatus, 0, writer.printed)
+            logged.formUnion(try writer.commits().keys)
+        }
+        for total in copied {
+            XCTAssertTrue(logged.contains(total), "a copy held \(total) commits, a state no writer logged")
+        }
+        XCTAssertGreaterThanOrEqual(copied.first ?? 0, 80)
+        let db = try project.database()
+        XCTAssertFalse(try db.tableExists("consistent"))
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM strata_history", as: Int.self), 1)
+        XCTAssertEqual(try listing(temporary), [])
+    }
+
     func testAMissingDatabaseIsRehearsedAsAnEmptyOneAndNotCreated() throws {
         let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
         let temporary = try makeTemporaryDirectory(self)
