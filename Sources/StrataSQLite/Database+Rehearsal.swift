@@ -33,7 +33,7 @@ final class SQLiteRehearsalStage: RehearsalStage {
 
     /// A file that attaches another database (or writes one with `VACUUM INTO`) would reach outside the copy.
     /// Found ahead in files up to the lint's size; in larger ones the authorizer refuses the statement when it runs
-    /// (`RehearsalRules`), and the step fails saying so.
+    /// (`RehearsalRules`), and the step fails saying so, as one the rehearsal stopped (`stoppedByStage`).
     func reasonNotRehearsed(_ step: PlanStep) -> String? {
         guard case .migration(let migration) = step, let file = try? RegularFile(path: migration.path),
               file.size <= Self.readAhead, let bytes = try? file.read(upTo: Self.readAhead + 1),
@@ -58,6 +58,9 @@ final class SQLiteRehearsalStage: RehearsalStage {
     func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock]) {
         (try watch.finish(), [])
     }
+
+    /// The copy's authorizer refused an `ATTACH` or `VACUUM INTO` the step ran (one found ahead is not run at all).
+    var stoppedByStage: String? { watch.rules.refused }
 
     /// SQLite has no sequences outside the copy: what the copy's `AUTOINCREMENT` counters did goes with it.
     func discard() throws -> [SequenceAdvance] {

@@ -97,7 +97,9 @@ extension Database {
         }
         let backupOf = BackupName.parse(PathComponents.last(backup))?.database
         let exists = DurableFiles.exists(databasePath)
-        if let backupOf, backupOf != PathComponents.last(databasePath), exists, !options.allowOtherDatabase {
+        // The name backups take is the file's SQLite opens, the end of any symbolic links: either name is this database's.
+        let names = [databasePath, DurableFiles.resolved(databasePath)].compactMap { $0.map(PathComponents.last) }
+        if let backupOf, !names.contains(backupOf), exists, !options.allowOtherDatabase {
             throw BackupError(.refused, "\(displayPath(backup)) is named as a backup of \(backupOf), not of \(PathComponents.last(databasePath)): restoring it would replace \(shown) with another database's schema, rows and history. Check the two paths; to restore it into \(shown) all the same, pass --other-database (RestoreOptions.allowOtherDatabase); nothing was restored")
         }
         let source = try openBackup(backup)

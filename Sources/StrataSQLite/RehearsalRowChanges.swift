@@ -37,10 +37,14 @@ final class RehearsalRules {
     /// trigger it compiles in (whether the trigger fires or not).
     private(set) var written: Set<String> = []
 
+    /// What this rule refused since `begin()`: a statement `migrate` would run, which the rehearsal stopped.
+    private(set) var refused: String?
+
     func begin() {
         rebuilt = []
         altered = []
         written = []
+        refused = nil
     }
 
     /// The table or view a `DROP` statement being compiled drops: SQLite asks about `SQLITE_DELETE` of it right after
@@ -76,6 +80,7 @@ final class RehearsalRules {
             // SQLite names the file only when it is a literal: an expression (`'/srv/app' || '.sqlite'`) or a
             // parameter comes as nil, and may name any file, the real database included.
             if let file = first, file.isEmpty || file == ":memory:" { return .allow }
+            refused = "the rehearsal does not run ATTACH of a file or VACUUM INTO"
             return .deny("rehearse does not run ATTACH of a file (\(first.map { "'\($0)'" } ?? "named by an expression")), nor VACUUM INTO, which attaches its target: it would open, and could create or change, a file outside the rehearsal's copy")
         default:
             return .allow

@@ -40,7 +40,7 @@ extension Commands {
                        "wouldSucceed": .bool(report.wouldSucceed), "wouldFail": .bool(report.wouldFail),
                        "steps": .array(report.steps.map(Self.json)),
                        "failure": report.failure.map(Self.json) ?? .null,
-                       "notRehearsedBeforeFailure": .array(report.notRehearsedBeforeFailure.map(JSON.string)),
+                       "notRehearsedUpToFailure": .array(report.notRehearsedUpToFailure.map(JSON.string)),
                        "schemaChanges": .array(report.schemaChanges.map(Self.json)),
                        "sequences": .array(report.sequences.map(Self.json)),
                        "sessionLeftovers": .array(report.sessionLeftovers.map(Self.json)),
@@ -81,8 +81,15 @@ extension Commands {
         if let failure = report.failure {
             output.error("strata rehearse: \(failure)")
             guard report.wouldFail else {
-                let skippedBefore = report.notRehearsedBeforeFailure.joined(separator: ", ")
-                output.error("  whether migrate would fail at \(failure.id) is not known: it failed here after \(skippedBefore), which \(report.notRehearsedBeforeFailure.count == 1 ? "was" : "were") not rehearsed, and may need what \(report.notRehearsedBeforeFailure.count == 1 ? "that step does" : "those steps do"). Nothing was changed.")
+                let before = report.notRehearsedUpToFailure.filter { $0 != failure.id }
+                var why: [String] = []
+                if !before.isEmpty {
+                    why.append("it failed here after \(before.joined(separator: ", ")), which \(before.count == 1 ? "was" : "were") not rehearsed, and may need what \(before.count == 1 ? "that step does" : "those steps do")")
+                }
+                if report.notRehearsedUpToFailure.contains(failure.id) {
+                    why.append("the rehearsal stopped it at a statement it does not run, which migrate would run")
+                }
+                output.error("  whether migrate would fail at \(failure.id) is not known: \(why.joined(separator: "; ")). Nothing was changed.")
                 return ExitCode.notKnown
             }
             output.error("  migrate would fail at \(failure.id): it would apply \(counted(applied, "step")) before it and stop there\(untried). Nothing was changed.")

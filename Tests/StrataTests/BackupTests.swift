@@ -726,6 +726,31 @@ final class BackupTests: XCTestCase {
         XCTAssertFalse(try Database(path: b).tableExists("patients"))
     }
 
+    /// A database reached through a symbolic link is backed up under its file's own name (SQLite opens the link's
+    /// target), and restoring that backup through the same link is restoring the same database.
+    func testABackupTakenThroughASymbolicLinkRestoresThroughIt() throws {
+        let root = try makeTemporaryDirectory(self)
+        try write(#"<manifest version="1"><database path="current.sqlite"/><migrations directory="sql"/></manifest>"#,
+                  to: root.appendingPathComponent("manifest.xml"))
+        try write("CREATE TABLE t (x);\n", to: root.appendingPathComponent("sql/001_a.sql"))
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("releases"), withIntermediateDirectories: true)
+        let real = try Database(path: root.appendingPathComponent("releases/app-v2.sqlite").path)
+        try real.executeScript("CREATE TABLE keep (x); INSERT INTO keep VALUES (1);")
+        real.close()
+        try FileManager.default.createSymbolicLink(atPath: root.appendingPathComponent("current.sqlite").path,
+                                                   withDestinationPath: "releases/app-v2.sqlite")
+        let migrated = try runStrata(["migrate", "--manifest", "manifest.xml", "--backup", "b"], in: root)
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        let backup = try XCTUnwrap(backups(in: root.appendingPathComponent("b")).first, "no backup taken")
+        XCTAssertTrue(backup.hasPrefix("app-v2.sqlite."), backup)
+
+        let restored = try runStrata(["restore", "b/" + backup, "--database", "current.sqlite"], in: root)
+        XCTAssertEqual(restored.status, 0, restored.stderr)
+        let after = try Database(path: root.appendingPathComponent("current.sqlite").path)
+        XCTAssertFalse(try after.tableExists("t"), "the state before the migration is back")
+        XCTAssertEqual(try after.scalar("SELECT count(*) FROM keep", as: Int.self), 1)
+    }
+
     /// Restoring into a path where no database is replaces nothing (a copy to inspect, a database rebuilt
     /// elsewhere), so another database's backup may be created there; the report says whose it is. A backup the
     /// user renamed carries no database name and is taken as given; the backup of the database itself as always.

@@ -236,10 +236,43 @@ final class RehearseCommandTests: XCTestCase {
         let bytes = try Data(contentsOf: URL(fileURLWithPath: project.databasePath))
         let result = try strata(["rehearse", "--manifest", project.manifestPath], in: project.root,
                                 temporary: try makeTemporaryDirectory(self))
-        XCTAssertEqual(result.status, 1, result.stdout + result.stderr)
+        XCTAssertEqual(result.status, 4, result.stdout + result.stderr)
         XCTAssertTrue(result.stderr.contains("outside the rehearsal's copy"), result.stderr)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: project.databasePath)), bytes)
         XCTAssertEqual(try project.database().scalar("SELECT count(*) FROM authors", as: Int.self), 2)
+    }
+
+    /// The same statement with a literal file, in a file too large to be read ahead: the rehearsal stops the step at
+    /// it, which migrate would run, so the verdict is not known (exit 4), never "migrate would fail".
+    func testAStepTheRehearsalStopsIsNoVerdict() throws {
+        let project = try Project(self, files: ["sql/001_books.sql": RehearseTests.schema])
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        let padding = String(repeating: "-- " + String(repeating: "x", count: 100) + "\n", count: (4 << 20) / 104 + 100)
+        try project.file("sql/002_attach.sql", padding + """
+            ATTACH 'side.sqlite' AS side;
+            CREATE TABLE side.log (x);
+            DETACH side;
+            CREATE TABLE after_attach (x);
+            """)
+        try project.file("manifest.xml", #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql"><migration file="002_attach.sql" transaction="none"/></migrations></manifest>"#)
+        let temporary = try makeTemporaryDirectory(self)
+        let result = try strata(["rehearse", "--manifest", project.manifestPath, "--format", "json"], in: project.root,
+                                temporary: temporary)
+        XCTAssertEqual(result.status, 4, result.stdout + result.stderr)
+        let object = try object(result)
+        XCTAssertEqual(object["wouldFail"] as? Bool, false)
+        XCTAssertEqual(object["notRehearsedUpToFailure"] as? [String], ["002_attach.sql"])
+        let step = try XCTUnwrap((object["steps"] as? [[String: Any]])?.first)
+        XCTAssertTrue((step["note"] as? String)?.hasPrefix("stopped by the rehearsal, not by anything migrate would do") == true, "\(step)")
+        let text = try strata(["rehearse", "--manifest", project.manifestPath], in: project.root, temporary: temporary)
+        XCTAssertEqual(text.status, 4)
+        XCTAssertTrue(text.stderr.contains("whether migrate would fail at 002_attach.sql is not known: the rehearsal stopped it at a statement it does not run"),
+                      text.stderr)
+        XCTAssertFalse(text.stderr.contains("  migrate would fail at"), text.stderr)
+        XCTAssertFalse(text.stderr.contains("record the step failed"), text.stderr)
+        XCTAssertTrue(text.stderr.contains("the rehearsal stopped the file at a statement migrate would run"), text.stderr)
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0, "migrate applies it")
+        XCTAssertTrue(try project.database().tableExists("after_attach"))
     }
 
     /// A `transaction="none"` file failing part-way in a rehearsal: nothing was recorded, so the text says what
@@ -279,7 +312,7 @@ final class RehearseCommandTests: XCTestCase {
         let object = try object(json)
         XCTAssertEqual(object["wouldSucceed"] as? Bool, false)
         XCTAssertEqual(object["wouldFail"] as? Bool, false)
-        XCTAssertEqual(object["notRehearsedBeforeFailure"] as? [String], ["002_attach.sql"])
+        XCTAssertEqual(object["notRehearsedUpToFailure"] as? [String], ["002_attach.sql"])
     }
 
     func testACopyTakenWhileFourProcessesWriteIsOneOfTheirCommittedStatesInRollbackJournalMode() throws {

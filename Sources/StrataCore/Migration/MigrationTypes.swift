@@ -218,6 +218,8 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// The failure happened in a rehearsal (`Migrator.rehearse`): what it left is gone with the copy or the
     /// rollback, and nothing was recorded; the text says what `migrate` would leave.
     public internal(set) var rehearsed = false
+    /// In a rehearsal, the rehearsal's own rules stopped the step (a statement `migrate` would run).
+    public internal(set) var stoppedByRehearsal = false
 
     /// What a failed step left behind.
     public enum Aftermath: Sendable, Equatable {
@@ -238,6 +240,8 @@ public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
         switch aftermath {
         case .rolledBack, .kept, .unrecorded:
             return summary
+        case .partlyApplied where stoppedByRehearsal:
+            return summary + " (in the rehearsal, where nothing is kept or recorded; the rehearsal stopped the file at a statement migrate would run)"
         case .partlyApplied where rehearsed:
             return summary + " (in the rehearsal, where nothing is kept or recorded; migrate would leave the same applied and record the step failed)"
         case .partlyApplied:

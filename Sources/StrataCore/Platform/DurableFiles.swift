@@ -116,6 +116,14 @@ package enum DurableFiles {
         return a.st_dev == b.st_dev && a.st_ino == b.st_ino
     }
 
+    /// The file `path` names once every symbolic link is followed (as SQLite opens it), or nil when that file does
+    /// not exist.
+    package static func resolved(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     /// Whether anything (a file, a directory, a dangling symbolic link) has the name `path`.
     package static func exists(_ path: String) -> Bool {
         var info = stat()

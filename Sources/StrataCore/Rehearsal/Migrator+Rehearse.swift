@@ -71,6 +71,7 @@ extension Migrator {
         report.cancelled = run.cancelled
         let applied = Dictionary(run.applied.map { (Self.key($0.kind, $0.id), $0) }, uniquingKeysWith: { first, _ in first })
         var stopped = false
+        var stoppedByStage = false
         for planned in plan.steps {
             let key = Self.key(planned.step)
             guard !stopped else {
@@ -89,6 +90,10 @@ extension Migrator {
                 step.outcome = .alreadyApplied
             } else if let failure = run.failure, failure.id == planned.step.id, failure.kind == planned.step.kind {
                 step.outcome = .failed
+                if let reason = stage.stoppedByStage {
+                    step.note = "stopped by the rehearsal, not by anything migrate would do: \(reason); whether migrate would fail here is not known"
+                    stoppedByStage = true
+                }
                 stopped = true
             } else {
                 // Not run: the run stopped before it (cancelled).
@@ -98,9 +103,10 @@ extension Migrator {
             }
             report.steps.append(step)
         }
-        if report.failure != nil {
-            report.notRehearsedBeforeFailure = report.steps.prefix { $0.outcome != .failed }
-                .filter { $0.outcome == .notRehearsed }.map(\.id)
+        if stoppedByStage { report.failure?.stoppedByRehearsal = true }
+        if let failure = report.failure {
+            report.notRehearsedUpToFailure = report.steps.prefix { $0.outcome != .failed }
+                .filter { $0.outcome == .notRehearsed }.map(\.id) + (stoppedByStage ? [failure.id] : [])
         }
         report.schemaChanges = try SchemaDifference(from: before, to: try stage.database.schemaSnapshot()).changes
         return report

@@ -26,18 +26,19 @@ public struct RehearsalReport: Sendable, Equatable {
         self.stage = stage
     }
 
-    /// The steps before the failed one that were not rehearsed: what they would have done may be what the failed
-    /// step lacked (an index built `CONCURRENTLY` that a constraint then uses), so the failure says nothing sure
-    /// about `migrate`. Empty when no step failed, or none before it was left out.
-    public var notRehearsedBeforeFailure: [String] = []
+    /// The steps up to the failed one that were not rehearsed, so that the failure says nothing sure about
+    /// `migrate`: those before it, whose work may be what it lacked (an index built `CONCURRENTLY` that a constraint
+    /// then uses), and the failed step itself when the rehearsal's own rules stopped it (an `ATTACH` of a file in a
+    /// file too large to be read ahead; its `note` says so). Empty when no step failed, or the failure is a verdict.
+    public var notRehearsedUpToFailure: [String] = []
 
     /// True when no step failed and the run was not stopped. Steps that were not rehearsed (`RehearsedStep.note`
     /// says why) are not known to succeed.
     public var wouldSucceed: Bool { failure == nil && !cancelled }
 
-    /// True when a step failed with every step before it rehearsed: `migrate` would fail there. A failure after a
-    /// step that was not rehearsed (`notRehearsedBeforeFailure`) leaves both this and `wouldSucceed` false: not known.
-    public var wouldFail: Bool { failure != nil && notRehearsedBeforeFailure.isEmpty }
+    /// True when a step failed with every step up to it rehearsed: `migrate` would fail there. Otherwise
+    /// (`notRehearsedUpToFailure`) both this and `wouldSucceed` are false: not known.
+    public var wouldFail: Bool { failure != nil && notRehearsedUpToFailure.isEmpty }
 
     /// The steps that could not be rehearsed.
     public var notRehearsed: [RehearsedStep] { steps.filter { $0.outcome == .notRehearsed } }

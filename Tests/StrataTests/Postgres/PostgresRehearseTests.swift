@@ -93,7 +93,7 @@ final class PostgresRehearseTests: XCTestCase {
         ], migrations: #"<migration file="002_index.sql" transaction="none"/>"#)
         let report = try migrator.rehearse()
         XCTAssertEqual(report.steps.map(\.outcome), [.notRehearsed, .failed])
-        XCTAssertEqual(report.notRehearsedBeforeFailure, ["002_index.sql"])
+        XCTAssertEqual(report.notRehearsedUpToFailure, ["002_index.sql"])
         XCTAssertFalse(report.wouldFail, "\(String(describing: report.failure))")
         XCTAssertFalse(report.wouldSucceed)
         let migrated = try project.migrator().migrate()

@@ -293,7 +293,7 @@ final class SQLiteRehearseTests: XCTestCase {
         let report = try rehearse(project)
         XCTAssertEqual(report.steps.map(\.outcome), [.notRehearsed, .failed])
         XCTAssertNotNil(report.failure)
-        XCTAssertEqual(report.notRehearsedBeforeFailure, ["002_attach.sql"])
+        XCTAssertEqual(report.notRehearsedUpToFailure, ["002_attach.sql"])
         XCTAssertFalse(report.wouldSucceed)
         XCTAssertFalse(report.wouldFail, "not known: 003 may need what 002 does")
 
@@ -301,7 +301,7 @@ final class SQLiteRehearseTests: XCTestCase {
         let plain = try self.project(pending: ["002_fails.sql": "INSERT INTO nowhere VALUES (1);\n"])
         let failing = try rehearse(plain)
         XCTAssertTrue(failing.wouldFail)
-        XCTAssertEqual(failing.notRehearsedBeforeFailure, [])
+        XCTAssertEqual(failing.notRehearsedUpToFailure, [])
     }
 
     /// One backup step copies inside one read transaction: while another connection commits two rows at a time,
