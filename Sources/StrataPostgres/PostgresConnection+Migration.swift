@@ -18,11 +18,39 @@ extension PostgresConnection: MigrationDatabase {
     public var stepLocks: any StepLocking { PostgresStepLocks(connection: self) }
 
     public func withWriteLock<T>(_ body: () throws -> T) throws -> T {
-        // A rehearsal holds the deployers' lock and one transaction for the whole plan: each step is a savepoint.
-        if isRehearsing { return try withSavepoint(body) }
+        // A rehearsal holds the deployers' lock and one transaction for the whole plan: each step is a savepoint,
+        // ended as the step's commit would end it (`checkDeferredAsCommitWould`).
+        if isRehearsing {
+            return try withSavepoint {
+                let result = try body()
+                try checkDeferredAsCommitWould()
+                return result
+            }
+        }
         try acquireDeployLock()
         defer { releaseDeployLock() }
         return try withTransaction(body)
+    }
+
+    /// In a rehearsal, what the step's own COMMIT would do in `migrate` before the next step begins: the checks of
+    /// deferred constraints run (a violation fails the step, as at its COMMIT), and every deferrable constraint is
+    /// back in the mode it is declared with, as a new transaction starts (`SET CONSTRAINTS ALL IMMEDIATE` fires the
+    /// pending checks; those declared `INITIALLY DEFERRED` are deferred again). Without it, one step's violation
+    /// would pass unchecked to the rollback, and its pending checks would fail a later step's `ALTER TABLE`.
+    func checkDeferredAsCommitWould() throws {
+        do {
+            try executeSimple("SET CONSTRAINTS ALL IMMEDIATE")
+        } catch let error as DatabaseError {
+            // Reported as migrate reports it: the step's COMMIT failed.
+            throw DatabaseError(kind: error.kind, code: error.code, message: error.message, sql: "COMMIT TRANSACTION")
+        }
+        let deferred = try rows("""
+            SELECT pg_catalog.format('%I.%I', n.nspname, c.conname) FROM pg_catalog.pg_constraint c
+            JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace
+            WHERE c.condeferrable AND c.condeferred
+            """, .none).map { try $0.get(0, as: String.self) }
+        guard !deferred.isEmpty else { return }
+        try executeSimple("SET CONSTRAINTS \(Set(deferred).sorted().joined(separator: ", ")) DEFERRED")
     }
 
     /// Refuses to record a step that released the deployers' lock on the way (`pg_advisory_unlock_all()`, or
@@ -282,9 +310,34 @@ struct PostgresSessionReset: SessionSnapshot {
         // A rehearsal's transaction holds every step: the session is reset inside it (each statement here may run in
         // a transaction block), and the rollback at its end undoes the rest.
         if connection.isInTransaction && !connection.isRehearsing { _ = try? connection.executeSimple("ROLLBACK") }
-        try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; DEALLOCATE ALL")
+        if let kept = connection.rehearsalKeeps {
+            // The rollback at the rehearsal's end undoes the rest, not closing a cursor or deallocating a statement:
+            // only the steps' own go, and the program's (open before the rehearsal) stay.
+            try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; UNLISTEN *")
+            let open = try PostgresSessionObjects(connection)
+            for cursor in open.cursors.subtracting(kept.cursors).sorted() {
+                try connection.executeSimple("CLOSE \(quoteIdentifier(cursor))")
+            }
+            for statement in open.statements.subtracting(kept.statements).sorted() {
+                try connection.executeSimple("DEALLOCATE \(quoteIdentifier(statement))")
+            }
+        } else {
+            try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; DEALLOCATE ALL")
+        }
         connection.prepared.forgetAll()
         try connection.executeSimple(connection.sessionSettings)
         connection.floatTextIsExact = true
+    }
+}
+
+/// The cursors and prepared statements a session has open, by name: what a rehearsal leaves as it found them.
+struct PostgresSessionObjects {
+    let cursors: Set<String>
+    let statements: Set<String>
+
+    init(_ connection: PostgresConnection) throws {
+        cursors = Set(try connection.rows("SELECT name FROM pg_catalog.pg_cursors", .none).map { try $0.get(0, as: String.self) })
+        statements = Set(try connection.rows("SELECT name FROM pg_catalog.pg_prepared_statements", .none)
+            .map { try $0.get(0, as: String.self) })
     }
 }

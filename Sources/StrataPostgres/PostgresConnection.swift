@@ -34,6 +34,8 @@ public final class PostgresConnection {
     var holdsDeployLock = false
     /// Set while a rehearsal's transaction is open (`PostgresRehearsalStage`): each step runs in a savepoint of it.
     var isRehearsing = false
+    /// In a rehearsal, the cursors and prepared statements the session had before it: the steps' reset keeps them.
+    var rehearsalKeeps: PostgresSessionObjects?
     /// Names the session a migration's statement waited for when it gives up (armed by `limitStatements`).
     let lockWatch = PostgresLockWatch()
     /// The session holding `transaction="none"` steps' claims (`PostgresStepLocks`), opened on first use.

@@ -60,6 +60,7 @@ final class PostgresRehearsalStage: RehearsalStage {
         summary = "in one transaction on \(connection.name), rolled back at the end, never committed (lock_timeout \(lockTimeout == 0 ? "none" : "\(lockTimeout) ms") for each step); each step's locks are held until then"
         // Read before the deployers' lock and the transaction: what the session holds of its own.
         session = try PostgresRehearsalSession(connection: connection)
+        let kept = try PostgresSessionObjects(connection)
         // Taken before the transaction, as migrate takes it: waiting for it holds no snapshot.
         try connection.acquireDeployLock()
         do {
@@ -67,6 +68,7 @@ final class PostgresRehearsalStage: RehearsalStage {
             // A statement that would end the transaction is refused before it runs (`confirmTransactionOpen`).
             connection.transactionOwner = "the rehearsal"
             connection.isRehearsing = true
+            connection.rehearsalKeeps = kept
             sequences = try readSequences()
         } catch {
             end()
@@ -82,6 +84,13 @@ final class PostgresRehearsalStage: RehearsalStage {
         var options = options
         options.lockRetries = 0
         return options
+    }
+
+    /// A new enum value cannot be used in the transaction that added it (SQLSTATE 55P04); `migrate` commits the step
+    /// that adds it before the next begins, the rehearsal does not.
+    func stoppedByStage(_ failure: StepFailure) -> String? {
+        guard failure.databaseError?.code?.value == "55P04" else { return nil }
+        return "PostgreSQL refuses an enum value in the transaction that added it, and the rehearsal runs every step in one transaction where migrate commits each"
     }
 
     func reasonNotRehearsed(_ step: PlanStep) -> String? {
@@ -175,6 +184,7 @@ final class PostgresRehearsalStage: RehearsalStage {
         open = false
         connection.transactionOwner = nil
         connection.isRehearsing = false
+        connection.rehearsalKeeps = nil
         if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
         connection.releaseDeployLock()
     }

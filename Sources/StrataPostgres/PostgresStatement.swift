@@ -16,12 +16,8 @@ public final class PostgresStatement {
     unowned let connection: PostgresConnection
     public let sql: String
     private var parameters = PostgresParameters()
-    /// A bind that failed (text with a NUL byte), or the run `layout` started, reported by the next `run()` or
-    /// `step()`.
+    /// A bind that failed (text with a NUL byte), reported by the next `run()` or `step()`.
     private var failedBind: DatabaseError?
-    /// The current result is a run `layout` started for the caller's next `run()` or `step()`, which must not run it
-    /// again.
-    private var startedByLayout = false
     /// Owns the result `cursor` reads.
     private var result: PostgresResult?
     /// The current result and row, read by `column(at:)` and by the row container (`columnSource`).
@@ -44,22 +40,11 @@ public final class PostgresStatement {
         cursor.deallocate()
     }
 
-    /// Column names of the result (described by the server when the statement has not run yet).
+    /// Column names of the result (described by the server when the statement has not run yet; a statement with
+    /// more than `PostgresPreparedStatements.maximumParameters` parameters cannot be, and has none until `start()`).
     public var layout: RowLayout {
         if let cachedLayout { return cachedLayout }
         let names: [String]
-        if result == nil, parameters.count > PostgresPreparedStatements.maximumParameters {
-            // Too many parameters to be described (`describe()`), but bound: the run the caller is about to read
-            // gives the names, and the next step reads its rows.
-            do {
-                try startResult()
-                startedByLayout = true
-            } catch let error as DatabaseError {
-                failedBind = error
-            } catch {
-                failedBind = DatabaseError(kind: .other, message: "\(error)", sql: sql)
-            }
-        }
         if let handle = result?.handle {
             names = (0..<PQnfields(handle)).map { String(cString: PQfname(handle, $0)) }
         } else {
@@ -165,10 +150,6 @@ public final class PostgresStatement {
     /// Runs the statement once with its current bindings.
     public func run() throws {
         try takeBindFailure()
-        if startedByLayout {
-            reset()
-            return
-        }
         reset()
         _ = try execute()
     }
@@ -184,14 +165,15 @@ public final class PostgresStatement {
     }
 
     public func step() throws -> Bool {
-        try startResult()
+        try start()
         guard result != nil, cursor.pointee.row < cursor.pointee.rowCount else { return false }
         cursor.pointee.row += 1
         return cursor.pointee.row < cursor.pointee.rowCount
     }
 
-    /// Runs the statement unless its result is already there, positioned before the first row.
-    private func startResult() throws {
+    /// Runs the statement unless its result is already there, positioned before the first row: its layout is then
+    /// the result's, which needs no description (a statement with too many parameters cannot be described).
+    public func start() throws {
         if result == nil {
             try takeBindFailure()
             let executed = try execute()
@@ -211,7 +193,6 @@ public final class PostgresStatement {
     }
 
     public func reset() {
-        startedByLayout = false
         cursor.pointee.clear()
         result = nil
     }

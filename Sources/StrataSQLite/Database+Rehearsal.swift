@@ -60,7 +60,7 @@ final class SQLiteRehearsalStage: RehearsalStage {
     }
 
     /// The copy's authorizer refused an `ATTACH` or `VACUUM INTO` the step ran (one found ahead is not run at all).
-    var stoppedByStage: String? { watch.rules.refused }
+    func stoppedByStage(_ failure: StepFailure) -> String? { watch.rules.refused }
 
     /// SQLite has no sequences outside the copy: what the copy's `AUTOINCREMENT` counters did goes with it.
     func discard() throws -> [SequenceAdvance] {

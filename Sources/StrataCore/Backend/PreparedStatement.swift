@@ -21,6 +21,9 @@ public protocol PreparedStatement: AnyObject {
 
     /// Runs the statement once with its current bindings and resets it, keeping the bindings.
     func run() throws
+    /// Runs a statement about to be read, unless it has run since it was bound, so that `layout` is its result's;
+    /// the next `step()` reads the first row. Where a statement describes its result before it runs (SQLite), nothing.
+    func start() throws
     /// Advances one row; true while a row is available.
     func step() throws -> Bool
     /// Ends reading: the statement can be bound and run again.
@@ -30,6 +33,10 @@ public protocol PreparedStatement: AnyObject {
     func column(at index: Int32) -> ColumnValue
     /// A column of the current row as a value.
     func value(at index: Int32) -> DatabaseValue
+}
+
+extension PreparedStatement {
+    public func start() throws {}
 }
 
 /// One column of a statement's current row, borrowed: text and blob bytes stay valid only until the statement

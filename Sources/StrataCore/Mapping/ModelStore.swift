@@ -134,7 +134,11 @@ public final class ModelStore {
     func decodeRows<T>(_ type: T.Type, sql: String, _ arguments: StatementArguments,
                        _ body: (any Decoder, DecodingContext) throws -> Void) throws {
         let statement = try database.compileForReading(sql)
-        do { try statement.bind(arguments) } catch {
+        do {
+            try statement.bind(arguments)
+            // The result's own layout, read next, needs no description of the statement beforehand.
+            try statement.start()
+        } catch {
             statement.reset()
             throw error
         }

@@ -90,7 +90,7 @@ extension Migrator {
                 step.outcome = .alreadyApplied
             } else if let failure = run.failure, failure.id == planned.step.id, failure.kind == planned.step.kind {
                 step.outcome = .failed
-                if let reason = stage.stoppedByStage {
+                if let reason = stage.stoppedByStage(failure) {
                     step.note = "stopped by the rehearsal, not by anything migrate would do: \(reason); whether migrate would fail here is not known"
                     stoppedByStage = true
                 }

@@ -21,9 +21,10 @@ package protocol RehearsalStage: AnyObject {
     func willRun(_ step: PlanStep) throws
     /// Called right after `step` was applied: the rows it changed per table and the locks it took.
     func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock])
-    /// Why the step that failed last was stopped by the stage's own rules, which `migrate` does not have (SQLite: an
-    /// `ATTACH` of a file in a file too large to be read ahead), or nil when it failed as it would in `migrate`.
-    var stoppedByStage: String? { get }
+    /// Why the step that failed last, with `failure`, was stopped by the stage itself, which `migrate` would not be
+    /// (SQLite: its rules refused an `ATTACH` of a file in a file too large to be read ahead; PostgreSQL: the one
+    /// transaction refused what a commit between steps allows), or nil when it failed as it would in `migrate`.
+    func stoppedByStage(_ failure: StepFailure) -> String?
     /// The locks earlier steps took that were still held while the step `didRun` last measured ran.
     var heldLocks: [HeldLock] { get }
     /// Ends the rehearsal so that nothing it did remains (the copy removed, the transaction rolled back), and returns
@@ -37,5 +38,5 @@ extension RehearsalStage {
     /// A stage of its own (a copy) shares no lock and no session with the database.
     package var heldLocks: [HeldLock] { [] }
     package var sessionLeftovers: [SessionLeftover] { [] }
-    package var stoppedByStage: String? { nil }
+    package func stoppedByStage(_ failure: StepFailure) -> String? { nil }
 }

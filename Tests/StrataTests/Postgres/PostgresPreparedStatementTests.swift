@@ -78,7 +78,7 @@ final class PostgresPreparedStatementTests: XCTestCase {
             let sql = "SELECT count(*) AS n FROM m WHERE d IN (" + (1...count).map { "$\($0)" }.joined(separator: ", ") + ")"
             let arguments = StatementArguments.positional((1...count).map { .integer(Int64($0)) })
             let described = try db.compile(sql)
-            XCTAssertEqual(described.layout.names, count <= limit ? ["n"] : [], "\(count) parameters")
+            XCTAssertEqual(described.layout.names, count <= limit ? ["n"] : [], "\(count) parameters: described only up to the limit")
             // A statement object's second run is prepared, where that is possible.
             let statement = try db.compile(sql)
             for run in 1...2 {
@@ -89,7 +89,8 @@ final class PostgresPreparedStatementTests: XCTestCase {
             }
             XCTAssertEqual(try db.rows(sql, arguments).first?[0] as DatabaseValue?, DatabaseValue.integer(Int64(count)))
         }
-        // Its layout read before it runs comes from the run itself, which `run()` then does not repeat.
+        // Never described before it runs: no layout until then, and start() (which the mapper calls) gives the
+        // result's; an INSERT runs exactly once for each run().
         let list = (1...9000).map { "$\($0)" }.joined(separator: ", ")
         let many = StatementArguments.positional((1...9000).map { .integer(Int64($0)) })
         let insert = try db.compile("INSERT INTO m SELECT d + 100000 FROM m WHERE d IN (\(list))")
@@ -97,9 +98,48 @@ final class PostgresPreparedStatementTests: XCTestCase {
         XCTAssertEqual(insert.layout.names, [])
         try insert.run()
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM m WHERE d > 100000", .none, as: Int.self), 9000, "ran once")
+        try insert.run()
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM m WHERE d > 100000", .none, as: Int.self), 18000, "and once more")
+        let select = try db.compile("SELECT d AS n FROM m WHERE d IN (\(list)) ORDER BY d")
+        try select.bind(many)
+        try select.start()
+        XCTAssertEqual(select.layout.names, ["n"])
+        var read = 0
+        while try select.step() { read += 1 }
+        XCTAssertEqual(read, 9000)
         db.preparesEveryStatement = true
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM m WHERE d IN (\(list))", many, as: Int.self), 9000)
         XCTAssertEqual(try db.scalar("SELECT 1", .none, as: Int.self), 1, "the session is still there")
+    }
+
+    func insert(_ count: Int) -> (sql: String, arguments: StatementArguments) {
+        ("INSERT INTO m SELECT d + 100000 FROM m WHERE d IN (" + (1...count).map { "$\($0)" }.joined(separator: ", ") + ")",
+         .positional((1...count).map { .integer(Int64($0)) }))
+    }
+
+    /// Reading a layout never runs a statement, whatever its parameters: layout, step to the end, then run() runs
+    /// it again; a layout read in a transaction rolled back leaves the later run() to run it.
+    func testReadingALayoutNeverRunsTheStatement() throws {
+        struct Undo: Error {}
+        let limit = PostgresPreparedStatements.maximumParameters
+        for count in [limit, limit + 1] {
+            let db = try connect("CREATE TABLE m (d integer); INSERT INTO m SELECT g FROM generate_series(1, \(count)) g")
+            let (sql, arguments) = insert(count)
+            let statement = try db.compile(sql)
+            try statement.bind(arguments)
+            _ = statement.layout
+            while try statement.step() {}
+            try statement.run()
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM m WHERE d > 100000", .none, as: Int.self), 2 * count, "\(count) parameters")
+            let again = try db.compile(sql)
+            try again.bind(arguments)
+            XCTAssertThrowsError(try db.withTransaction {
+                _ = again.layout
+                throw Undo()
+            })
+            try again.run()
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM m WHERE d > 100000", .none, as: Int.self), 3 * count, "\(count) parameters")
+        }
     }
 
     func testAResultWithATypeWithoutABinaryReadingStaysText() throws {

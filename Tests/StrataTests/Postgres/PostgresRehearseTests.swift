@@ -101,6 +101,78 @@ final class PostgresRehearseTests: XCTestCase {
         XCTAssertEqual(migrated.applied.map(\.id), ["002_index.sql", "003_constraint.sql"])
     }
 
+    static let deferred = """
+        CREATE TABLE parents (id int PRIMARY KEY);
+        CREATE TABLE children (id int PRIMARY KEY,
+                               parent_id int REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED);
+        """
+
+    /// A deferred constraint is checked at COMMIT, and migrate commits each step: the rehearsal checks it where the
+    /// step ends, so a violation fails that step as it fails migrate's (it would otherwise pass unchecked to the
+    /// rollback), and a later step does not meet the pending checks ("pending trigger events") migrate's never does.
+    func testDeferredConstraintsAreCheckedWhereEachStepWouldCommit() throws {
+        let (project, migrator) = try project(Self.deferred, pending: ["002_orphan.sql": "INSERT INTO children VALUES (1, 99);\n"])
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldFail, "\(report.wouldSucceed ? "the plan would succeed" : "\(String(describing: report.failure))")")
+        XCTAssertEqual(report.failure?.id, "002_orphan.sql")
+        XCTAssertTrue(report.failure?.message.hasPrefix("COMMIT failed, the step was rolled back: insert or update on table \"children\" violates foreign key constraint") == true,
+                      "\(String(describing: report.failure))")
+        let text = try project.strataOnBackend(["rehearse"])
+        XCTAssertEqual(text.status, 1, text.stdout + text.stderr)
+        XCTAssertEqual(try project.migrator().migrate().failure?.id, "002_orphan.sql", "migrate fails 002 at COMMIT")
+    }
+
+    func testAStepAfterOneWithDeferredChecksRunsAsInMigrate() throws {
+        let (project, migrator) = try project(Self.deferred, pending: [
+            "002_rows.sql": "INSERT INTO children VALUES (1, 1);\nINSERT INTO parents VALUES (1);\n",
+            "003_alter.sql": "ALTER TABLE children ADD COLUMN note text;\n",
+            // Deferred still in this step, as in a new transaction: the child goes in before its parent.
+            "004_more.sql": "INSERT INTO children VALUES (2, 2);\nINSERT INTO parents VALUES (2);\n",
+        ])
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        let migrated = try project.migrator().migrate()
+        XCTAssertNil(migrated.failure)
+        XCTAssertEqual(migrated.applied.map(\.id), ["002_rows.sql", "003_alter.sql", "004_more.sql"])
+    }
+
+    /// A new enum value cannot be used in the transaction that added it; migrate commits the step that adds it, the
+    /// rehearsal's one transaction does not: the failure is the rehearsal's, so not known (exit 4).
+    func testAnEnumValueAddedByOneStepAndUsedByTheNextIsNotKnown() throws {
+        let (project, migrator) = try project("CREATE TYPE mood AS ENUM ('calm');\nCREATE TABLE moods (m mood);\n", pending: [
+            "002_value.sql": "ALTER TYPE mood ADD VALUE 'angry';\n",
+            "003_use.sql": "INSERT INTO moods VALUES ('angry');\n",
+        ])
+        let report = try migrator.rehearse()
+        XCTAssertFalse(report.wouldFail, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.notRehearsedUpToFailure, ["003_use.sql"])
+        XCTAssertTrue(report.steps.last?.note?.contains("refuses an enum value in the transaction that added it") == true,
+                      "\(String(describing: report.steps.last))")
+        let text = try project.strataOnBackend(["rehearse"])
+        XCTAssertEqual(text.status, 4, text.stdout + text.stderr)
+        let migrated = try project.migrator().migrate()
+        XCTAssertNil(migrated.failure, "migrate applies both steps")
+        XCTAssertEqual(migrated.applied.map(\.id), ["002_value.sql", "003_use.sql"])
+    }
+
+    /// The steps' session is reset after each (their cursors and prepared statements go), but the program's own,
+    /// open before the rehearsal, stay: neither a CLOSE nor a DEALLOCATE is undone by the rollback.
+    func testTheProgramsCursorAndPreparedStatementSurviveARehearsal() throws {
+        let (_, migrator) = try project(RehearseTests.schema, pending: [
+            "002_touch.sql": "UPDATE books SET copies = 2;\nPREPARE step_statement AS SELECT 1;\n",
+        ])
+        let database = migrator.database
+        try database.execute("DECLARE program_cursor CURSOR WITH HOLD FOR SELECT id FROM books ORDER BY id", .none)
+        try database.execute("PREPARE program_statement AS SELECT count(*) FROM books", .none)
+        try database.execute("CREATE TEMP TABLE program_scratch (x int)", .none)
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        XCTAssertTrue(try database.tableExists("program_scratch"))
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM pg_cursors WHERE name = 'program_cursor'", .none, as: Int.self), 1)
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM pg_prepared_statements WHERE name = 'program_statement'", .none, as: Int.self), 1)
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM pg_prepared_statements WHERE name = 'step_statement'", .none, as: Int.self), 0)
+    }
+
     func testATruncateIsNamedNotCounted() throws {
         let (_, migrator) = try project(RehearseTests.schema, pending: [
             "002_refill.sql": "UPDATE books SET copies = 3;\nTRUNCATE books;\nINSERT INTO books (id, title) VALUES (7, 'Dawn');\n",
