@@ -32,25 +32,23 @@ extension PostgresConnection: MigrationDatabase {
         return try withTransaction(body)
     }
 
-    /// In a rehearsal, what the step's own COMMIT would do in `migrate` before the next step begins: the checks of
-    /// deferred constraints run (a violation fails the step, as at its COMMIT), and every deferrable constraint is
-    /// back in the mode it is declared with, as a new transaction starts (`SET CONSTRAINTS ALL IMMEDIATE` fires the
-    /// pending checks; those declared `INITIALLY DEFERRED` are deferred again). Without it, one step's violation
-    /// would pass unchecked to the rollback, and its pending checks would fail a later step's `ALTER TABLE`.
+    /// In a rehearsal, the check the step's own COMMIT would make in `migrate`: deferred constraints and constraint
+    /// triggers are checked now, and a violation fails the step as at its COMMIT. The check runs in a savepoint of
+    /// its own that is then rolled back, which puts back what `SET CONSTRAINTS ALL IMMEDIATE` changed: each
+    /// constraint's mode (a later step's `INITIALLY DEFERRED` constraint is deferred there, as in a new transaction)
+    /// and the checks still pending, which PostgreSQL marks unfired again. What stays different from a commit:
+    /// those checks stay pending (a later `ALTER TABLE` of the table is refused, `stoppedByStage` says so), and what
+    /// a deferred trigger writes is not kept for the steps after.
     func checkDeferredAsCommitWould() throws {
+        let savepoint = "strata_deferred_check_\(savepointPrefix)"
+        try executeSimple("SAVEPOINT \(savepoint)")
         do {
             try executeSimple("SET CONSTRAINTS ALL IMMEDIATE")
         } catch let error as DatabaseError {
-            // Reported as migrate reports it: the step's COMMIT failed.
+            // Reported as migrate reports it: the step's COMMIT failed. The step's own savepoint is rolled back.
             throw DatabaseError(kind: error.kind, code: error.code, message: error.message, sql: "COMMIT TRANSACTION")
         }
-        let deferred = try rows("""
-            SELECT pg_catalog.format('%I.%I', n.nspname, c.conname) FROM pg_catalog.pg_constraint c
-            JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace
-            WHERE c.condeferrable AND c.condeferred
-            """, .none).map { try $0.get(0, as: String.self) }
-        guard !deferred.isEmpty else { return }
-        try executeSimple("SET CONSTRAINTS \(Set(deferred).sorted().joined(separator: ", ")) DEFERRED")
+        try executeSimple("ROLLBACK TO SAVEPOINT \(savepoint); RELEASE SAVEPOINT \(savepoint)")
     }
 
     /// Refuses to record a step that released the deployers' lock on the way (`pg_advisory_unlock_all()`, or
@@ -314,11 +312,12 @@ struct PostgresSessionReset: SessionSnapshot {
             // The rollback at the rehearsal's end undoes the rest, not closing a cursor or deallocating a statement:
             // only the steps' own go, and the program's (open before the rehearsal) stay.
             try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; UNLISTEN *")
+            // By name and the time it was made: a step's own under a name the program used is not the program's.
             let open = try PostgresSessionObjects(connection)
-            for cursor in open.cursors.subtracting(kept.cursors).sorted() {
+            for (cursor, made) in open.cursors.sorted(by: { $0.key < $1.key }) where kept.cursors[cursor] != made {
                 try connection.executeSimple("CLOSE \(quoteIdentifier(cursor))")
             }
-            for statement in open.statements.subtracting(kept.statements).sorted() {
+            for (statement, made) in open.statements.sorted(by: { $0.key < $1.key }) where kept.statements[statement] != made {
                 try connection.executeSimple("DEALLOCATE \(quoteIdentifier(statement))")
             }
         } else {
@@ -330,14 +329,22 @@ struct PostgresSessionReset: SessionSnapshot {
     }
 }
 
-/// The cursors and prepared statements a session has open, by name: what a rehearsal leaves as it found them.
+/// The cursors and prepared statements a session has open, by name, with the time each was made (text): what a
+/// rehearsal leaves as it found them.
 struct PostgresSessionObjects {
-    let cursors: Set<String>
-    let statements: Set<String>
+    let cursors: [String: String]
+    let statements: [String: String]
 
     init(_ connection: PostgresConnection) throws {
-        cursors = Set(try connection.rows("SELECT name FROM pg_catalog.pg_cursors", .none).map { try $0.get(0, as: String.self) })
-        statements = Set(try connection.rows("SELECT name FROM pg_catalog.pg_prepared_statements", .none)
-            .map { try $0.get(0, as: String.self) })
+        cursors = try Self.made(connection, "SELECT name, creation_time::text FROM pg_catalog.pg_cursors")
+        statements = try Self.made(connection, "SELECT name, prepare_time::text FROM pg_catalog.pg_prepared_statements")
+    }
+
+    private static func made(_ connection: PostgresConnection, _ sql: String) throws -> [String: String] {
+        var made: [String: String] = [:]
+        for row in try connection.rows(sql, .none) { made[try row.get(0, as: String.self)] = try row.get(1, as: String.self) }
+        // The unnamed portal and statement are the protocol's, made anew by every statement run: no one's to keep.
+        made[""] = nil
+        return made
     }
 }

@@ -35,6 +35,10 @@ final class PostgresRehearsalStage: RehearsalStage {
     private var session: PostgresRehearsalSession
     private(set) var sessionLeftovers: [SessionLeftover] = []
     private var open = true
+    /// The enum values there were when the rehearsal began: more later means an earlier step added one.
+    private var enumValuesAtStart = 0
+    /// The tables earlier steps wrote rows of, by oid: their deferred checks stay pending in the one transaction.
+    private var written: Set<Int64> = []
 
     private struct Counters {
         let name: String
@@ -70,6 +74,7 @@ final class PostgresRehearsalStage: RehearsalStage {
             connection.isRehearsing = true
             connection.rehearsalKeeps = kept
             sequences = try readSequences()
+            enumValuesAtStart = try connection.scalar("SELECT count(*) FROM pg_catalog.pg_enum", .none, as: Int.self) ?? 0
         } catch {
             end()
             throw error
@@ -86,11 +91,28 @@ final class PostgresRehearsalStage: RehearsalStage {
         return options
     }
 
-    /// A new enum value cannot be used in the transaction that added it (SQLSTATE 55P04); `migrate` commits the step
-    /// that adds it before the next begins, the rehearsal does not.
+    /// What fails only because the steps share one transaction, where `migrate` commits each before the next: a
+    /// new enum value used in the transaction that added it (SQLSTATE 55P04), when an earlier step added one; a table
+    /// "in use" (55006, as `ALTER TABLE` of a table with pending deferred checks), when an earlier step wrote a table
+    /// a deferrable constraint checks. The same failure within one step is `migrate`'s too, and stays a verdict.
     func stoppedByStage(_ failure: StepFailure) -> String? {
-        guard failure.databaseError?.code?.value == "55P04" else { return nil }
-        return "PostgreSQL refuses an enum value in the transaction that added it, and the rehearsal runs every step in one transaction where migrate commits each"
+        switch failure.databaseError?.code?.value {
+        case "55P04":
+            let now = (try? connection.scalar("SELECT count(*) FROM pg_catalog.pg_enum", .none, as: Int.self)) ?? nil
+            guard let now, now > enumValuesAtStart else { return nil }
+            return "PostgreSQL refuses an enum value in the transaction that added it, and an earlier step added one: the rehearsal runs every step in one transaction where migrate commits each"
+        case "55006":
+            guard !written.isEmpty else { return nil }
+            let tables = written.sorted().map(String.init).joined(separator: ", ")
+            let checked = (try? connection.scalar("""
+                SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint WHERE condeferrable
+                               AND (conrelid::int8 IN (\(tables)) OR confrelid::int8 IN (\(tables))))
+                """, .none, as: Bool.self)) ?? nil
+            guard checked == true else { return nil }
+            return "a table was in use, as one with deferred checks an earlier step left pending is: the rehearsal runs every step in one transaction where migrate's commit of that step would have run them"
+        default:
+            return nil
+        }
     }
 
     func reasonNotRehearsed(_ step: PlanStep) -> String? {
@@ -129,6 +151,7 @@ final class PostgresRehearsalStage: RehearsalStage {
             guard let before = counters[oid] else {
                 let rows = [now.inserted, now.updated, now.deleted]
                 guard rows.contains(where: { $0 != 0 }) else { continue }
+                written.insert(oid)
                 tables.append(TableRowChanges(table: now.name, inserted: Int(now.inserted), updated: Int(now.updated),
                                               deleted: Int(now.deleted), note: "created by this step"))
                 continue
@@ -138,10 +161,12 @@ final class PostgresRehearsalStage: RehearsalStage {
             // TRUNCATE gives the table new storage and resets the transaction's counts of it; so does a rewrite
             // (ALTER COLUMN … TYPE). PostgreSQL counts no row either removes, so no number is given.
             if now.storage != before.storage || inserted < 0 || updated < 0 || deleted < 0 {
+                written.insert(oid)
                 let rows = try connection.scalar("SELECT count(*) FROM \(now.name)", .none, as: Int.self)
                 tables.append(TableRowChanges(table: now.name, rowsAfter: rows,
                     note: "its storage was replaced by this step (TRUNCATE, or a rewrite such as ALTER COLUMN … TYPE): PostgreSQL counts no row that removed, so the rows changed are not known; the rows after it are counted"))
             } else if inserted != 0 || updated != 0 || deleted != 0 {
+                written.insert(oid)
                 tables.append(TableRowChanges(table: now.name, inserted: Int(inserted), updated: Int(updated), deleted: Int(deleted)))
             }
         }
