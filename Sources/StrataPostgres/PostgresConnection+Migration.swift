@@ -32,23 +32,19 @@ extension PostgresConnection: MigrationDatabase {
         return try withTransaction(body)
     }
 
-    /// In a rehearsal, the check the step's own COMMIT would make in `migrate`: deferred constraints and constraint
-    /// triggers are checked now, and a violation fails the step as at its COMMIT. The check runs in a savepoint of
-    /// its own that is then rolled back, which puts back what `SET CONSTRAINTS ALL IMMEDIATE` changed: each
-    /// constraint's mode (a later step's `INITIALLY DEFERRED` constraint is deferred there, as in a new transaction)
-    /// and the checks still pending, which PostgreSQL marks unfired again. What stays different from a commit:
-    /// those checks stay pending (a later `ALTER TABLE` of the table is refused, `stoppedByStage` says so), and what
-    /// a deferred trigger writes is not kept for the steps after.
+    /// In a rehearsal, what the step's own COMMIT does in `migrate` with deferred constraints and constraint
+    /// triggers: they fire now (`SET CONSTRAINTS ALL IMMEDIATE`), so a violation fails the step as at its COMMIT
+    /// and what a deferred trigger writes is the step's and there for the next. No `SET CONSTRAINTS` can give a
+    /// transaction back the modes a new one starts with, so from here on every constraint is checked at once: a
+    /// later step passes only what `migrate` would pass too, and one failing on a constraint may be failing only
+    /// for that (`PostgresRehearsalStage.stoppedByStage` says so).
     func checkDeferredAsCommitWould() throws {
-        let savepoint = "strata_deferred_check_\(savepointPrefix)"
-        try executeSimple("SAVEPOINT \(savepoint)")
         do {
             try executeSimple("SET CONSTRAINTS ALL IMMEDIATE")
         } catch let error as DatabaseError {
             // Reported as migrate reports it: the step's COMMIT failed. The step's own savepoint is rolled back.
             throw DatabaseError(kind: error.kind, code: error.code, message: error.message, sql: "COMMIT TRANSACTION")
         }
-        try executeSimple("ROLLBACK TO SAVEPOINT \(savepoint); RELEASE SAVEPOINT \(savepoint)")
     }
 
     /// Refuses to record a step that released the deployers' lock on the way (`pg_advisory_unlock_all()`, or

@@ -35,10 +35,17 @@ final class PostgresRehearsalStage: RehearsalStage {
     private var session: PostgresRehearsalSession
     private(set) var sessionLeftovers: [SessionLeftover] = []
     private var open = true
-    /// The enum values there were when the rehearsal began: more later means an earlier step added one.
-    private var enumValuesAtStart = 0
-    /// The tables earlier steps wrote rows of, by oid: their deferred checks stay pending in the one transaction.
-    private var written: Set<Int64> = []
+    /// The enum values there were when the rehearsal began, by oid: another later means an earlier step added one.
+    private var enumValuesAtStart: Set<Int64> = []
+    /// How many steps have ended (`didRun`): from the first, every constraint is checked at once.
+    private var stepsEnded = 0
+    /// The retries `migrate` would give a step that waited too long for a lock.
+    private let lockRetries: Int
+    /// How much of a file `willRun` reads for `stepMentionsDeferral`.
+    private static let readAhead = 4 << 20
+    /// The step now running is a file that says `DEFERRED` somewhere: it may create or rely on a constraint
+    /// declared `INITIALLY DEFERRED`, which the rehearsal checks at once after its first step.
+    private var stepMentionsDeferral = false
 
     private struct Counters {
         let name: String
@@ -60,6 +67,7 @@ final class PostgresRehearsalStage: RehearsalStage {
             throw DatabaseError(kind: .misuse, code: nil, message: "rehearse opens its own transaction; this connection has one open")
         }
         self.connection = connection
+        lockRetries = options.lockRetries
         let lockTimeout = PostgresConnection.milliseconds(max(options.lockTimeout, .zero))
         summary = "in one transaction on \(connection.name), rolled back at the end, never committed (lock_timeout \(lockTimeout == 0 ? "none" : "\(lockTimeout) ms") for each step); each step's locks are held until then"
         // Read before the deployers' lock and the transaction: what the session holds of its own.
@@ -74,7 +82,7 @@ final class PostgresRehearsalStage: RehearsalStage {
             connection.isRehearsing = true
             connection.rehearsalKeeps = kept
             sequences = try readSequences()
-            enumValuesAtStart = try connection.scalar("SELECT count(*) FROM pg_catalog.pg_enum", .none, as: Int.self) ?? 0
+            enumValuesAtStart = Set(try connection.rows("SELECT oid::int8 FROM pg_catalog.pg_enum", .none).map { try $0.get(0, as: Int64.self) })
         } catch {
             end()
             throw error
@@ -91,28 +99,29 @@ final class PostgresRehearsalStage: RehearsalStage {
         return options
     }
 
-    /// What fails only because the steps share one transaction, where `migrate` commits each before the next: a
-    /// new enum value used in the transaction that added it (SQLSTATE 55P04), when an earlier step added one; a table
-    /// "in use" (55006, as `ALTER TABLE` of a table with pending deferred checks), when an earlier step wrote a table
-    /// a deferrable constraint checks. The same failure within one step is `migrate`'s too, and stays a verdict.
+    /// What fails only because the steps share one transaction, where `migrate` commits each before the next:
+    /// - a new enum value used in the transaction that added it (SQLSTATE 55P04), when an earlier step added one
+    ///   (within one step it is `migrate`'s failure too);
+    /// - a constraint violation or a trigger's error (class 23, P0001) after a step ended, while a constraint is
+    ///   declared `INITIALLY DEFERRED`, or the failing file says `DEFERRED` (the constraint it made went with its
+    ///   rollback): from the first step's end every constraint is checked at once
+    ///   (`checkDeferredAsCommitWould`), where `migrate` would check that one at the step's commit;
+    /// - a lock not granted in time, when `migrate` would retry the step (the rehearsal does not, `options(for:)`).
     func stoppedByStage(_ failure: StepFailure) -> String? {
-        switch failure.databaseError?.code?.value {
-        case "55P04":
-            let now = (try? connection.scalar("SELECT count(*) FROM pg_catalog.pg_enum", .none, as: Int.self)) ?? nil
-            guard let now, now > enumValuesAtStart else { return nil }
+        let code = failure.databaseError?.code?.value ?? ""
+        if code == "55P04" {
+            let now = (try? connection.rows("SELECT oid::int8 FROM pg_catalog.pg_enum", .none).map { try $0.get(0, as: Int64.self) }) ?? []
+            guard !Set(now).subtracting(enumValuesAtStart).isEmpty else { return nil }
             return "PostgreSQL refuses an enum value in the transaction that added it, and an earlier step added one: the rehearsal runs every step in one transaction where migrate commits each"
-        case "55006":
-            guard !written.isEmpty else { return nil }
-            let tables = written.sorted().map(String.init).joined(separator: ", ")
-            let checked = (try? connection.scalar("""
-                SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint WHERE condeferrable
-                               AND (conrelid::int8 IN (\(tables)) OR confrelid::int8 IN (\(tables))))
-                """, .none, as: Bool.self)) ?? nil
-            guard checked == true else { return nil }
-            return "a table was in use, as one with deferred checks an earlier step left pending is: the rehearsal runs every step in one transaction where migrate's commit of that step would have run them"
-        default:
-            return nil
         }
+        if (code.hasPrefix("23") || code == "P0001"), stepsEnded > 0, stepMentionsDeferral
+            || (try? connection.scalar("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint WHERE condeferred)", .none, as: Bool.self)) == true {
+            return "constraints declared INITIALLY DEFERRED are checked at once in the rehearsal after its first step (one transaction cannot start afresh as each of migrate's does), and migrate would check them at the step's commit"
+        }
+        if failure.databaseError?.kind == .lockNotAvailable, lockRetries > 0 {
+            return "a lock was not granted within the lock timeout, and migrate would retry the step (\(lockRetries) time\(lockRetries == 1 ? "" : "s")) where the rehearsal does not"
+        }
+        return nil
     }
 
     func reasonNotRehearsed(_ step: PlanStep) -> String? {
@@ -121,6 +130,14 @@ final class PostgresRehearsalStage: RehearsalStage {
     }
 
     func willRun(_ step: PlanStep) throws {
+        if case .migration(let migration) = step, let file = try? RegularFile(path: migration.path),
+           let bytes = try? file.read(upTo: Self.readAhead) {
+            // A file too large to read here may say it anywhere: taken to.
+            stepMentionsDeferral = file.size > Self.readAhead
+                || String(decoding: bytes, as: UTF8.self).uppercased().contains("DEFERRED")
+        } else {
+            stepMentionsDeferral = false
+        }
         try session.willRun(step.id)
         counters = try readCounters()
         relations = Set(try connection.rows("""
@@ -137,6 +154,7 @@ final class PostgresRehearsalStage: RehearsalStage {
     }
 
     func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock]) {
+        stepsEnded += 1
         // Read before the rows of a table are counted below, which takes a lock of the rehearsal's own.
         let held = try readLocks().filter { lock in
             // An index's weak locks come with its table's (every write takes RowExclusiveLock on each index).
@@ -151,7 +169,6 @@ final class PostgresRehearsalStage: RehearsalStage {
             guard let before = counters[oid] else {
                 let rows = [now.inserted, now.updated, now.deleted]
                 guard rows.contains(where: { $0 != 0 }) else { continue }
-                written.insert(oid)
                 tables.append(TableRowChanges(table: now.name, inserted: Int(now.inserted), updated: Int(now.updated),
                                               deleted: Int(now.deleted), note: "created by this step"))
                 continue
@@ -161,12 +178,10 @@ final class PostgresRehearsalStage: RehearsalStage {
             // TRUNCATE gives the table new storage and resets the transaction's counts of it; so does a rewrite
             // (ALTER COLUMN … TYPE). PostgreSQL counts no row either removes, so no number is given.
             if now.storage != before.storage || inserted < 0 || updated < 0 || deleted < 0 {
-                written.insert(oid)
                 let rows = try connection.scalar("SELECT count(*) FROM \(now.name)", .none, as: Int.self)
                 tables.append(TableRowChanges(table: now.name, rowsAfter: rows,
                     note: "its storage was replaced by this step (TRUNCATE, or a rewrite such as ALTER COLUMN … TYPE): PostgreSQL counts no row that removed, so the rows changed are not known; the rows after it are counted"))
             } else if inserted != 0 || updated != 0 || deleted != 0 {
-                written.insert(oid)
                 tables.append(TableRowChanges(table: now.name, inserted: Int(inserted), updated: Int(updated), deleted: Int(deleted)))
             }
         }

@@ -22,9 +22,12 @@ final class SQLiteRehearsalStage: RehearsalStage {
             throw error
         }
         self.copy = copy
+        let holdsSomething = ((try? source.scalar("SELECT count(*) FROM sqlite_schema", as: Int.self)) ?? 0) > 0
         summary = source.path.map {
             "on a copy of \(displayPath($0)) (\(RehearsalCopy.size(copy.bytes))) in \(copy.directory), made with SQLite's online backup API and removed afterwards"
-        } ?? "on a new, empty database in \(copy.directory) (the database has no file yet), removed afterwards"
+        } ?? (holdsSomething
+            ? "on a copy of the in-memory database (\(RehearsalCopy.size(copy.bytes))) in \(copy.directory), made with SQLite's online backup API and removed afterwards"
+            : "on a new, empty database in \(copy.directory) (the database has no file yet), removed afterwards")
     }
 
     var database: any MigrationDatabase { copy.database }

@@ -59,6 +59,9 @@ public final class Database {
     public let interruptHandle: InterruptHandle
     /// The closure `trace(_:)` registered, which SQLite points to unretained; nil when none is.
     var traceBox: TraceBox?
+    /// The SQL functions `createFunction` defined, by name and argument count: a rehearsal's copy defines them too,
+    /// so steps that call them run there as on this connection.
+    private(set) var functions: [String: FunctionDefinition] = [:]
 
     /// Opens (and for writable files, creates) the database at `path`.
     public convenience init(path: String, configuration: Configuration = Configuration()) throws {
@@ -269,6 +272,8 @@ public final class Database {
     /// A closure that throws makes the SQL statement fail with the error's description.
     public func createFunction(_ name: String, argumentCount: Int32, deterministic: Bool = true,
                                _ body: @escaping ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?) throws {
+        functions["\(name.sqliteFolded)/\(argumentCount)"] = FunctionDefinition(name: name, argumentCount: argumentCount,
+                                                                                 deterministic: deterministic, body: body)
         let box = FunctionBox(body, dateStorage: configuration.dateStorage)
         var flags = SQLITE_UTF8
         if deterministic { flags |= SQLITE_DETERMINISTIC }
@@ -286,6 +291,14 @@ public final class Database {
             })
         guard code == SQLITE_OK else { throw lastError(code) }
     }
+}
+
+/// A function `createFunction` defined, as it was given.
+struct FunctionDefinition {
+    let name: String
+    let argumentCount: Int32
+    let deterministic: Bool
+    let body: ([DatabaseValue]) throws -> (any DatabaseValueConvertible)?
 }
 
 /// Keeps a Swift closure alive for as long as SQLite holds its function.

@@ -76,6 +76,11 @@ final class RehearsalCopy {
             configuration.readOnly = false
             configuration.walMode = false
             database = try Database(path: PathComponents.appending(name, to: directory), configuration: configuration)
+            // The program's own SQL functions, which its steps (and their triggers and views) may call.
+            for function in source.functions.values {
+                try database.createFunction(function.name, argumentCount: function.argumentCount,
+                                            deterministic: function.deterministic, function.body)
+            }
             // One step of the backup API, as `backup(to:)` copies: one committed state, whatever others write.
             do {
                 try Database.copy(from: source, into: database)

@@ -80,7 +80,7 @@ final class RehearsalRules {
             // SQLite names the file only when it is a literal: an expression (`'/srv/app' || '.sqlite'`) or a
             // parameter comes as nil, and may name any file, the real database included.
             if let file = first, file.isEmpty || file == ":memory:" { return .allow }
-            refused = "the rehearsal does not run ATTACH of a file or VACUUM INTO"
+            refused = "the rehearsal's own rules stopped a statement migrate would run (it runs no ATTACH of a file and no VACUUM INTO)"
             return .deny("rehearse does not run ATTACH of a file (\(first.map { "'\($0)'" } ?? "named by an expression")), nor VACUUM INTO, which attaches its target: it would open, and could create or change, a file outside the rehearsal's copy")
         default:
             return .allow
@@ -182,7 +182,9 @@ final class RowChangeWatch {
         // A table gone whose root page a new one has: renamed (SQLite keeps a table's pages when it renames it).
         var renamedFrom: [String: Table] = [:]
         for (key, table) in now where tables[key] == nil {
-            if let old = tables.first(where: { now[$0.key] == nil && $0.value.rootpage == table.rootpage })?.value {
+            // Only an ALTER TABLE renames: a table created on the page a dropped one freed is a new table.
+            if let old = tables.first(where: { now[$0.key] == nil && $0.value.rootpage == table.rootpage
+                                               && rules.altered.contains($0.key) })?.value {
                 renamedFrom[key] = old
             }
         }

@@ -41,6 +41,7 @@ extension Commands {
                        "steps": .array(report.steps.map(Self.json)),
                        "failure": report.failure.map(Self.json) ?? .null,
                        "notRehearsedUpToFailure": .array(report.notRehearsedUpToFailure.map(JSON.string)),
+                       "failureNotKnownBecause": report.failureNotKnownBecause.map(JSON.string) ?? .null,
                        "schemaChanges": .array(report.schemaChanges.map(Self.json)),
                        "sequences": .array(report.sequences.map(Self.json)),
                        "sessionLeftovers": .array(report.sessionLeftovers.map(Self.json)),
@@ -86,8 +87,8 @@ extension Commands {
                 if !before.isEmpty {
                     why.append("it failed here after \(before.joined(separator: ", ")), which \(before.count == 1 ? "was" : "were") not rehearsed, and may need what \(before.count == 1 ? "that step does" : "those steps do")")
                 }
-                if report.notRehearsedUpToFailure.contains(failure.id) {
-                    why.append("the rehearsal stopped it at a statement it does not run, which migrate would run")
+                if let reason = report.failureNotKnownBecause {
+                    why.append(reason)
                 }
                 output.error("  whether migrate would fail at \(failure.id) is not known: \(why.joined(separator: "; ")). Nothing was changed.")
                 return ExitCode.notKnown

@@ -262,11 +262,12 @@ final class RehearseCommandTests: XCTestCase {
         let object = try object(result)
         XCTAssertEqual(object["wouldFail"] as? Bool, false)
         XCTAssertEqual(object["notRehearsedUpToFailure"] as? [String], ["002_attach.sql"])
+        XCTAssertTrue((object["failureNotKnownBecause"] as? String)?.hasPrefix("the rehearsal's own rules stopped") == true, "\(object)")
         let step = try XCTUnwrap((object["steps"] as? [[String: Any]])?.first)
-        XCTAssertTrue((step["note"] as? String)?.hasPrefix("stopped by the rehearsal, not by anything migrate would do") == true, "\(step)")
+        XCTAssertTrue((step["note"] as? String)?.hasPrefix("whether migrate would fail here is not known: the rehearsal's own rules stopped a statement migrate would run") == true, "\(step)")
         let text = try strata(["rehearse", "--manifest", project.manifestPath], in: project.root, temporary: temporary)
         XCTAssertEqual(text.status, 4)
-        XCTAssertTrue(text.stderr.contains("whether migrate would fail at 002_attach.sql is not known: the rehearsal stopped it at a statement it does not run"),
+        XCTAssertTrue(text.stderr.contains("whether migrate would fail at 002_attach.sql is not known: the rehearsal's own rules stopped a statement migrate would run"),
                       text.stderr)
         XCTAssertFalse(text.stderr.contains("  migrate would fail at"), text.stderr)
         XCTAssertFalse(text.stderr.contains("record the step failed"), text.stderr)

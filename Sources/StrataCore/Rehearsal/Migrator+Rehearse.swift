@@ -91,7 +91,8 @@ extension Migrator {
             } else if let failure = run.failure, failure.id == planned.step.id, failure.kind == planned.step.kind {
                 step.outcome = .failed
                 if let reason = stage.stoppedByStage(failure) {
-                    step.note = "stopped by the rehearsal, not by anything migrate would do: \(reason); whether migrate would fail here is not known"
+                    step.note = "whether migrate would fail here is not known: \(reason)"
+                    report.failureNotKnownBecause = reason
                     stoppedByStage = true
                 }
                 stopped = true

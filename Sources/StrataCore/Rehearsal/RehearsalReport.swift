@@ -31,6 +31,9 @@ public struct RehearsalReport: Sendable, Equatable {
     /// then uses), and the failed step itself when the rehearsal's own rules stopped it (an `ATTACH` of a file in a
     /// file too large to be read ahead; its `note` says so). Empty when no step failed, or the failure is a verdict.
     public var notRehearsedUpToFailure: [String] = []
+    /// When the failed step is in `notRehearsedUpToFailure`: what about the rehearsal, and not `migrate`, may have
+    /// failed it (its own rules stopped a statement; the steps share one transaction).
+    public var failureNotKnownBecause: String?
 
     /// True when no step failed and the run was not stopped. Steps that were not rehearsed (`RehearsedStep.note`
     /// says why) are not known to succeed.

@@ -25,12 +25,11 @@ final class PostgresRehearsalCommitTests: XCTestCase {
     // MARK: SET CONSTRAINTS ALL IMMEDIATE outlives the step
 
     /// `SET CONSTRAINTS ALL IMMEDIATE` at the end of one step stays in force for the rest of the rehearsal's
-    /// transaction, for every constraint not named again afterwards, including one a LATER step creates
-    /// `DEFERRABLE INITIALLY DEFERRED` (PostgreSQL's `afterTriggerCheckState`: a SET CONSTRAINTS ALL beats the
-    /// trigger's declared mode). migrate starts each step in a new transaction, where the new constraint is deferred
-    /// as declared: 003 loads children before their parents and commits. The rehearsal fails 003 at line 2 with a
-    /// foreign key violation: it says the plan would fail (exit 1) where migrate succeeds.
-    /// Right: 003 applied, the plan would succeed (the constraint is checked at 003's end, where it holds).
+    /// transaction, for every constraint, including one a LATER step creates `DEFERRABLE INITIALLY DEFERRED`
+    /// (PostgreSQL's `afterTriggerCheckState`: a SET CONSTRAINTS ALL beats the trigger's declared mode), and no
+    /// statement can undo that in one transaction. migrate starts each step in a new transaction, where the new
+    /// constraint is deferred as declared: 003 loads children before their parents and commits. The rehearsal's
+    /// 003 fails at line 2 on it, which must not be said to be migrate's failure: not known (exit 4).
     func testAConstraintALaterStepCreatesInitiallyDeferredIsDeferredInThatStep() throws {
         let (project, migrator) = try project("CREATE TABLE parents (id int PRIMARY KEY);\n", pending: [
             "002_first.sql": "INSERT INTO parents VALUES (1);\n",
@@ -42,7 +41,8 @@ final class PostgresRehearsalCommitTests: XCTestCase {
                 """,
         ])
         let report = try migrator.rehearse()
-        XCTAssertTrue(report.wouldSucceed, "the rehearsal says: \(String(describing: report.failure))")
+        XCTAssertFalse(report.wouldFail, "the rehearsal says: \(String(describing: report.failure))")
+        XCTAssertTrue(report.wouldSucceed || report.notRehearsedUpToFailure == ["003_children.sql"], "\(report.notRehearsedUpToFailure)")
         let migrated = try project.migrator().migrate()
         XCTAssertNil(migrated.failure, "migrate applies both: \(String(describing: migrated.failure))")
         XCTAssertEqual(migrated.applied.map(\.id), ["002_first.sql", "003_children.sql"])
@@ -51,7 +51,7 @@ final class PostgresRehearsalCommitTests: XCTestCase {
     /// The same with a constraint trigger a later step creates `DEFERRABLE INITIALLY DEFERRED` (one that checks a
     /// total once the step's rows are all in): in migrate it fires at 003's COMMIT, when the total is right; in the
     /// rehearsal it fires after each row (immediate, from the earlier step's SET CONSTRAINTS ALL IMMEDIATE) and
-    /// raises at the first. Right: the plan would succeed, as migrate does.
+    /// raises at the first: not known (exit 4), never "migrate would fail".
     func testAConstraintTriggerALaterStepCreatesInitiallyDeferredFiresAtTheStepsEnd() throws {
         let (project, migrator) = try project("""
             CREATE TABLE entries (id int PRIMARY KEY, amount int NOT NULL);
@@ -70,7 +70,8 @@ final class PostgresRehearsalCommitTests: XCTestCase {
                     """,
             ])
         let report = try migrator.rehearse()
-        XCTAssertTrue(report.wouldSucceed, "the rehearsal says: \(String(describing: report.failure))")
+        XCTAssertFalse(report.wouldFail, "the rehearsal says: \(String(describing: report.failure))")
+        XCTAssertTrue(report.wouldSucceed || report.notRehearsedUpToFailure == ["003_balanced.sql"], "\(report.notRehearsedUpToFailure)")
         let migrated = try project.migrator().migrate()
         XCTAssertNil(migrated.failure, "migrate applies both: \(String(describing: migrated.failure))")
     }

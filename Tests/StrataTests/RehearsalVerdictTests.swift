@@ -1,0 +1,268 @@
+import Foundation
+import Strata
+@testable import StrataCore
+@testable import StrataPostgres
+@testable import StrataSQLite
+import XCTest
+
+/// A rehearsal's verdict is migrate's, or "not known" with why; its per-step report is true; it changes neither the
+/// database nor the program's session. On PostgreSQL: a step's SET CONSTRAINTS, deferred triggers and their rows,
+/// enum values, lock waits migrate would retry. On SQLite: the program's SQL functions, a dropped table's freed page,
+/// an in-memory database. Each was a wrong result (hostile review 14); each comment says what it was.
+final class RehearsalVerdictTests: XCTestCase {
+    // MARK: PostgreSQL
+
+    /// A PostgreSQL project whose `001_schema.sql` is migrated, then `pending` files added (run in name order).
+    private func postgres(_ schema: String, pending: [String: String]) throws -> (Project, Migrator) {
+        let project = try Project(self, backend: .postgres, files: ["sql/001_schema.sql": schema])
+        XCTAssertNil(try project.migrator().migrate().failure)
+        for (name, text) in pending { try project.file("sql/\(name)", text) }
+        return (project, try project.migrator())
+    }
+
+    /// HIGH, wrong verdict (would succeed where migrate fails). `SET CONSTRAINTS ALL DEFERRED` in 002 lasts only
+    /// for 002's transaction in migrate; 003, a new transaction, checks `children.parent_id` (DEFERRABLE INITIALLY
+    /// IMMEDIATE) at each statement, so 003 fails at line 1 (child before its parent). In the rehearsal 002's
+    /// savepoint is released, so its SET CONSTRAINTS stays in force for 003 (the end-of-step check runs in a
+    /// savepoint that is rolled back, which puts the DEFERRED mode back too): 003's check waits for its end, where
+    /// the parent is in, and the rehearsal says the plan would succeed (exit 0).
+    /// Right: 003 fails at line 1, as in migrate (each step begins with the constraint modes a new transaction has:
+    /// e.g. `SET CONSTRAINTS ALL IMMEDIATE` before each step, then the INITIALLY DEFERRED ones deferred by trigger,
+    /// or run each step's own SET CONSTRAINTS inside a savepoint that is rolled back — or at least "not known").
+    func testASetConstraintsDeferredInOneStepDoesNotDeferTheNextStepsChecks() throws {
+        let (project, migrator) = try postgres("""
+            CREATE TABLE parents (id int PRIMARY KEY);
+            CREATE TABLE children (id int PRIMARY KEY,
+                                   parent_id int REFERENCES parents (id) DEFERRABLE INITIALLY IMMEDIATE);
+            """, pending: [
+                "002_bulk.sql": "SET CONSTRAINTS ALL DEFERRED;\nINSERT INTO parents VALUES (1);\n",
+                "003_children.sql": "INSERT INTO children VALUES (1, 2);\nINSERT INTO parents VALUES (2);\n",
+            ])
+        let report = try migrator.rehearse()
+        let migrated = try project.migrator().migrate()
+        XCTAssertEqual(migrated.failure?.id, "003_children.sql", "migrate fails 003 (the premise)")
+        XCTAssertEqual(migrated.failure?.line, 1)
+        XCTAssertEqual(report.failure?.id, "003_children.sql",
+                       "the rehearsal says: wouldSucceed \(report.wouldSucceed), steps \(report.steps.map { "\($0.id) \($0.outcome.rawValue)" })")
+        XCTAssertEqual(report.failure?.line, 1)
+    }
+
+    /// HIGH, wrong verdict (would fail where migrate succeeds). 002 inserts a row under a DEFERRABLE INITIALLY
+    /// DEFERRED constraint trigger, which 002's commit fires once and is done with. 003 tightens the rule for new
+    /// rows (CREATE OR REPLACE of the trigger's function). In the rehearsal 002's events are only checked in a
+    /// savepoint that is rolled back, which marks them unfired again: 003's end-of-step check fires 002's event a
+    /// second time, now under 003's rule, and fails 003 "at COMMIT" with 'id 1 is below 100'. The rehearsal says
+    /// migrate would fail (exit 1, wouldFail true); migrate applies both.
+    /// Right: the plan would succeed; at the least an earlier step's events firing again in a later step's check
+    /// make that failure "not known" (exit 4), never a verdict.
+    func testAnEarlierStepsDeferredTriggerIsNotFiredAgainUnderALaterStepsRules() throws {
+        let (project, migrator) = try postgres("""
+            CREATE TABLE t (id int);
+            CREATE FUNCTION t_check() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.id < 0 THEN RAISE EXCEPTION 'id % is negative', NEW.id; END IF; RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER t_check AFTER INSERT ON t
+              DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION t_check();
+            """, pending: [
+                "002_rows.sql": "INSERT INTO t VALUES (1);\n",
+                "003_stricter.sql": """
+                    CREATE OR REPLACE FUNCTION t_check() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN IF NEW.id < 100 THEN RAISE EXCEPTION 'id % is below 100', NEW.id; END IF; RETURN NULL; END $$;
+                    """,
+            ])
+        let report = try migrator.rehearse()
+        let migrated = try project.migrator().migrate()
+        XCTAssertNil(migrated.failure, "migrate applies both (the premise): \(String(describing: migrated.failure))")
+        XCTAssertFalse(report.wouldFail, "the rehearsal says migrate would fail: \(String(describing: report.failure))")
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+    }
+
+    /// MEDIUM, untrue report. The same re-firing writes rows: 002's deferred trigger adds an audit row (true: 002's
+    /// commit would), and then 003, which only inserts a note, is reported with `public.audit: 1 inserted` too,
+    /// because 003's end-of-step check fires 002's event again (its write rolled back, but counted by
+    /// `pg_stat_xact_user_tables`). migrate's 003 writes no audit row.
+    /// Right: 003's tables are `public.notes` only.
+    func testRowsAnEarlierStepsDeferredTriggerWroteAreNotCountedAgainForALaterStep() throws {
+        let (project, migrator) = try postgres("""
+            CREATE TABLE t (id int);
+            CREATE TABLE audit (id int);
+            CREATE TABLE notes (id int);
+            CREATE FUNCTION t_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO audit VALUES (NEW.id); RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER t_audit AFTER INSERT ON t
+              DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION t_audit();
+            """, pending: [
+                "002_rows.sql": "INSERT INTO t VALUES (1);\n",
+                "003_note.sql": "INSERT INTO notes VALUES (1);\n",
+            ])
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        guard report.steps.count == 2 else { return XCTFail("\(report.steps)") }
+        XCTAssertEqual(report.steps[1].tables.map(\.table), ["public.notes"],
+                       "003 is reported writing: \(report.steps[1].tables)")
+        XCTAssertNil(try project.migrator().migrate().failure)
+    }
+
+    /// MEDIUM, wrong verdict (would fail, exit 1, where migrate succeeds). What 002's deferred trigger writes at
+    /// 002's commit (an audit row) is there for 003 in migrate; the rehearsal rolls the check back, so 003, which
+    /// requires it, fails. The README lists this under "what one transaction still does differently, each said
+    /// rather than judged", but it is judged: `wouldFail` true, exit 1, no note.
+    /// Right: "not known" (exit 4) with a note when a deferred trigger fired in an earlier step's check, or keep what
+    /// it writes (a check that is released, not rolled back, once it succeeded).
+    func testWhatAnEarlierStepsDeferredTriggerWroteIsNotAVerdictForTheNext() throws {
+        let (project, migrator) = try postgres("""
+            CREATE TABLE t (id int);
+            CREATE TABLE audit (id int);
+            CREATE FUNCTION t_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO audit VALUES (NEW.id); RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER t_audit AFTER INSERT ON t
+              DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION t_audit();
+            """, pending: [
+                "002_rows.sql": "INSERT INTO t VALUES (1);\n",
+                "003_require_audit.sql": """
+                    DO $$ BEGIN
+                      IF NOT EXISTS (SELECT 1 FROM audit) THEN RAISE EXCEPTION 'audit is empty'; END IF;
+                    END $$;
+                    """,
+            ])
+        let report = try migrator.rehearse()
+        let migrated = try project.migrator().migrate()
+        XCTAssertNil(migrated.failure, "migrate applies both (the premise): \(String(describing: migrated.failure))")
+        XCTAssertFalse(report.wouldFail, "the rehearsal says migrate would fail: \(String(describing: report.failure))")
+    }
+
+    /// MEDIUM, wrong verdict (would fail where migrate succeeds). `stoppedByStage` decides that a 55P04 ("unsafe use
+    /// of new value") comes from an earlier step's new enum value by counting `pg_enum` rows: more than at the start.
+    /// 002 drops an unused enum type of one value and adds one value to `mood`: the count is unchanged, so 003's use
+    /// of the new value, which fails only because the rehearsal did not commit 002, is given as migrate's failure
+    /// (exit 1). migrate applies both.
+    /// Right: not known (exit 4), as when the count grew (compare the values, by oid, not their number).
+    func testAnEnumValueAddedByAStepThatAlsoDroppedAnEnumIsNotAVerdict() throws {
+        let (project, migrator) = try postgres("""
+            CREATE TYPE mood AS ENUM ('calm');
+            CREATE TYPE legacy AS ENUM ('old');
+            CREATE TABLE moods (m mood);
+            """, pending: [
+                "002_value.sql": "DROP TYPE legacy;\nALTER TYPE mood ADD VALUE 'angry';\n",
+                "003_use.sql": "INSERT INTO moods VALUES ('angry');\n",
+            ])
+        let report = try migrator.rehearse()
+        let migrated = try project.migrator().migrate()
+        XCTAssertNil(migrated.failure, "migrate applies both (the premise): \(String(describing: migrated.failure))")
+        XCTAssertFalse(report.wouldFail, "the rehearsal says migrate would fail: \(String(describing: report.failure))")
+        XCTAssertEqual(report.notRehearsedUpToFailure, ["003_use.sql"])
+    }
+
+    /// LOW, untrue message. When the PostgreSQL stage judged a failure its own (a new enum value used in a later
+    /// step), `strata rehearse` says "the rehearsal stopped it at a statement it does not run, which migrate would
+    /// run": the rehearsal ran the statement; it failed because the steps share one transaction (the step's note
+    /// says so, the summary line contradicts it). Right: the summary gives the stage's reason (the note's).
+    func testTheNotKnownMessageForAOneTransactionFailureSaysWhy() throws {
+        let (project, _) = try postgres("CREATE TYPE mood AS ENUM ('calm');\nCREATE TABLE moods (m mood);\n", pending: [
+            "002_value.sql": "ALTER TYPE mood ADD VALUE 'angry';\n",
+            "003_use.sql": "INSERT INTO moods VALUES ('angry');\n",
+        ])
+        let result = try project.strataOnBackend(["rehearse"])
+        XCTAssertEqual(result.status, 4, result.stdout + result.stderr)
+        XCTAssertFalse(result.stderr.contains("at a statement it does not run"), result.stderr)
+    }
+
+    /// MEDIUM, wrong verdict (would fail, exit 1, where migrate, with its lock retries, succeeds). The rehearsal does
+    /// not retry a step that gave up waiting for a lock (README: migrate would retry it), yet reports that failure
+    /// as migrate's: `wouldFail` true, "migrate would fail at 002_alter.sql". Here the session holding the lock ends
+    /// at migrate's first retry, and migrate applies the step.
+    /// Right: a lock wait the rehearsal gave up on, which migrate retries, is "not known" (exit 4), with why.
+    func testALockTimeoutMigrateWouldRetryIsNotAVerdict() throws {
+        let (project, migrator) = try postgres("CREATE TABLE books (id int PRIMARY KEY);\n", pending: [
+            "002_alter.sql": "ALTER TABLE books ADD COLUMN shelf text;\n",
+        ])
+        let holder = try project.connection()
+        try holder.execute("BEGIN", .none)
+        try holder.execute("LOCK TABLE books IN ACCESS SHARE MODE", .none)
+        let report = try migrator.rehearse(MigrationOptions(lockTimeout: .milliseconds(200)))
+        XCTAssertEqual(report.failure?.id, "002_alter.sql", "the premise: the rehearsal gave up waiting")
+        var released = false
+        let migrated = try project.migrator().migrate(MigrationOptions(lockTimeout: .milliseconds(200))) { event in
+            if case .retrying = event, !released {
+                released = true
+                _ = try? holder.execute("ROLLBACK", .none)
+            }
+        }
+        if !released { try holder.execute("ROLLBACK", .none) }
+        XCTAssertNil(migrated.failure, "migrate retries and applies it (the premise): \(String(describing: migrated.failure))")
+        XCTAssertFalse(report.wouldFail, "the rehearsal says migrate would fail: \(String(describing: report.failure))")
+    }
+
+    // MARK: SQLite
+
+    /// A SQLite project whose `001_books.sql` is migrated, with `pending` beside it.
+    private func sqlite(_ schema: String, pending: [String: String]) throws -> Project {
+        let project = try Project(self, backend: .sqlite, files: ["sql/001_schema.sql": schema])
+        XCTAssertNil(try project.migrator().migrate().failure)
+        for (name, text) in pending { try project.file("sql/\(name)", text) }
+        return project
+    }
+
+    /// MEDIUM, wrong verdict (would fail where migrate succeeds). A program registers an SQL function on its
+    /// connection (`Database.createFunction`, public API) and a migration uses it. `migrate` runs on that connection
+    /// and applies it; the rehearsal runs on a new connection to the copy, which has none of the program's
+    /// functions: "no such function: slugify", wouldFail true, exit 1 from a program.
+    /// Right: the copy's connection has the source connection's functions (or the failure is "not known", saying
+    /// the copy lacks them).
+    func testAFunctionTheProgramRegisteredOnItsConnectionIsThereInTheRehearsal() throws {
+        let project = try sqlite("CREATE TABLE books (id INTEGER PRIMARY KEY, title TEXT NOT NULL);\nINSERT INTO books VALUES (1, 'The Dispossessed');\n",
+                                 pending: ["002_slugs.sql": "ALTER TABLE books ADD COLUMN slug TEXT;\nUPDATE books SET slug = slugify(title);\n"])
+        let database = try project.database()
+        defer { database.close() }
+        try database.createFunction("slugify", argumentCount: 1) { args in
+            guard case .text(let title) = args[0] else { return nil as String? }
+            return title.lowercased().replacingOccurrences(of: " ", with: "-")
+        }
+        let migrator = Migrator(manifest: try project.manifest(), database: database)
+        let report = try migrator.rehearse()
+        let migrated = try migrator.migrate()
+        XCTAssertNil(migrated.failure, "migrate applies it on the program's connection (the premise): \(String(describing: migrated.failure))")
+        XCTAssertEqual(try database.scalar("SELECT slug FROM books", as: String.self), "the-dispossessed")
+        XCTAssertTrue(report.wouldSucceed, "the rehearsal says: \(String(describing: report.failure))")
+    }
+
+    /// MEDIUM, untrue report (a drop's rows hidden). A step drops `old_log` (3 rows) and creates `events`; SQLite
+    /// gives the new table the page the dropped one freed, and the watch, matching renames by root page, takes
+    /// `events` for `old_log` renamed: it reports `events` with `rowsBefore` 3 (a table that did not exist) and a
+    /// note that it was "dropped and created again", and never lists `old_log` dropped with its 3 rows.
+    /// Right: `old_log: dropped by this step, with the 3 rows it held`; `events: created by this step` (a table both
+    /// created and dropped by names the statements give, `rules.rebuilt`, is no rename).
+    func testATableCreatedOnTheRootPageADroppedOneFreedIsNotTakenForARename() throws {
+        let project = try sqlite("""
+            CREATE TABLE old_log (id INTEGER PRIMARY KEY, line TEXT);
+            INSERT INTO old_log (line) VALUES ('a'), ('b'), ('c');
+            CREATE TABLE keep (id INTEGER PRIMARY KEY);
+            """, pending: ["002_swap.sql": "DROP TABLE old_log;\nCREATE TABLE events (id INTEGER PRIMARY KEY, kind TEXT);\n"])
+        let migrator = try project.migrator()
+        defer { (migrator.database as? Database)?.close() }
+        let report = try migrator.rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        let tables = report.steps.first?.tables ?? []
+        let dropped = tables.first { $0.table == "old_log" }
+        XCTAssertNotNil(dropped, "the dropped table and its 3 rows are not in the report: \(tables)")
+        XCTAssertEqual(dropped?.rowsBefore, 3)
+        let events = tables.first { $0.table == "events" }
+        XCTAssertNil(events?.rowsBefore ?? nil, "a new table is given rows before: \(String(describing: events))")
+    }
+
+    /// LOW, untrue report. Rehearsing a program's in-memory database (a `Database(.inMemory)` holding tables and rows,
+    /// whose steps are applied and pending) copies its content, but the stage says "on a new, empty database … (the
+    /// database has no file yet)". Right: a stage line that says it copied the in-memory database.
+    func testAnInMemoryDatabaseWithContentIsNotCalledNewAndEmpty() throws {
+        let project = try Project(self, backend: .sqlite, files: [
+            "sql/001_books.sql": "CREATE TABLE books (id INTEGER PRIMARY KEY);\nINSERT INTO books VALUES (1), (2);\n",
+        ])
+        let database = try Database(.inMemory)
+        let migrator = Migrator(manifest: try project.manifest(), database: database)
+        XCTAssertNil(try migrator.migrate().failure)
+        try project.file("sql/002_more.sql", "INSERT INTO books VALUES (3);\n")
+        let report = try Migrator(manifest: try project.manifest(), database: database).rehearse()
+        XCTAssertTrue(report.wouldSucceed, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.steps.first?.tables.first?.rowsBefore, 2, "the copy holds the rows: \(report.steps)")
+        XCTAssertFalse(report.stage.contains("new, empty database"), report.stage)
+    }
+}
