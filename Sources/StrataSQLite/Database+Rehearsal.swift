@@ -12,6 +12,8 @@ final class SQLiteRehearsalStage: RehearsalStage {
     private let copy: RehearsalCopy
     private let watch: RowChangeWatch
     let summary: String
+    /// The program's functions not defined on the copy (not deterministic), by folded name.
+    private let functionsLeftOut: Set<String>
 
     init(source: Database) throws {
         let copy = try RehearsalCopy(of: source)
@@ -22,6 +24,7 @@ final class SQLiteRehearsalStage: RehearsalStage {
             throw error
         }
         self.copy = copy
+        functionsLeftOut = Set(source.functions.values.filter { !$0.deterministic }.map { $0.name.sqliteFolded })
         let holdsSomething = ((try? source.scalar("SELECT count(*) FROM sqlite_schema", as: Int.self)) ?? 0) > 0
         summary = source.path.map {
             "on a copy of \(displayPath($0)) (\(RehearsalCopy.size(copy.bytes))) in \(copy.directory), made with SQLite's online backup API and removed afterwards"
@@ -62,8 +65,14 @@ final class SQLiteRehearsalStage: RehearsalStage {
         (try watch.finish(), [])
     }
 
-    /// The copy's authorizer refused an `ATTACH` or `VACUUM INTO` the step ran (one found ahead is not run at all).
-    func stoppedByStage(_ failure: StepFailure) -> String? { watch.rules.refused }
+    /// The copy's authorizer refused an `ATTACH` or `VACUUM INTO` the step ran (one found ahead is not run at all),
+    /// or the step called a function of the program's that the copy does not define.
+    func stoppedByStage(_ failure: StepFailure) -> String? {
+        if let refused = watch.rules.refused { return refused }
+        let message = failure.message.lowercased()
+        guard let missing = functionsLeftOut.first(where: { message.contains("no such function: \($0)") }) else { return nil }
+        return "the program's SQL function \(missing) is not deterministic, so the rehearsal does not define it on its copy (it could read or write the database it was defined on)"
+    }
 
     /// SQLite has no sequences outside the copy: what the copy's `AUTOINCREMENT` counters did goes with it.
     func discard() throws -> [SequenceAdvance] {

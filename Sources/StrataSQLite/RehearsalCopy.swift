@@ -76,8 +76,10 @@ final class RehearsalCopy {
             configuration.readOnly = false
             configuration.walMode = false
             database = try Database(path: PathComponents.appending(name, to: directory), configuration: configuration)
-            // The program's own SQL functions, which its steps (and their triggers and views) may call.
-            for function in source.functions.values {
+            // The program's own SQL functions, which its steps (and their triggers and views) may call: those SQLite
+            // may take for pure (deterministic). Another may read or write the connection it was defined on, the
+            // real database, from the copy: not defined here (`SQLiteRehearsalStage.stoppedByStage`).
+            for function in source.functions.values where function.deterministic {
                 try database.createFunction(function.name, argumentCount: function.argumentCount,
                                             deterministic: function.deterministic, function.body)
             }

@@ -225,6 +225,27 @@ final class RehearsalVerdictTests: XCTestCase {
         XCTAssertTrue(report.wouldSucceed, "the rehearsal says: \(String(describing: report.failure))")
     }
 
+    /// A function that is not deterministic may read or write the connection it was defined on, the real database:
+    /// it is not defined on the copy, nothing reaches the real database, and a step calling it is not known.
+    func testAFunctionThatIsNotDeterministicIsNotCalledFromTheCopy() throws {
+        let project = try sqlite("CREATE TABLE books (id INTEGER PRIMARY KEY, title TEXT NOT NULL);\nCREATE TABLE log (entry TEXT);\n",
+                                 pending: ["002_logged.sql": "INSERT INTO books VALUES (7, 'Kindred');\nSELECT audit('added 7');\n"])
+        let database = try project.database()
+        defer { database.close() }
+        try database.createFunction("audit", argumentCount: 1, deterministic: false) { args in
+            try database.execute("INSERT INTO log VALUES (?)", [args[0]])
+            return 1
+        }
+        let report = try Migrator(manifest: try project.manifest(), database: database).rehearse()
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM log", as: Int.self), 0, "the rehearsal wrote the real database")
+        XCTAssertFalse(report.wouldFail, "\(String(describing: report.failure))")
+        XCTAssertEqual(report.notRehearsedUpToFailure, ["002_logged.sql"])
+        XCTAssertTrue(report.failureNotKnownBecause?.contains("audit is not deterministic") == true,
+                      "\(String(describing: report.failureNotKnownBecause))")
+        XCTAssertNil(try Migrator(manifest: try project.manifest(), database: database).migrate().failure)
+        XCTAssertEqual(try database.scalar("SELECT count(*) FROM log", as: Int.self), 1)
+    }
+
     /// MEDIUM, untrue report (a drop's rows hidden). A step drops `old_log` (3 rows) and creates `events`; SQLite
     /// gives the new table the page the dropped one freed, and the watch, matching renames by root page, takes
     /// `events` for `old_log` renamed: it reports `events` with `rowsBefore` 3 (a table that did not exist) and a
