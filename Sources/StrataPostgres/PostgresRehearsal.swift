@@ -41,11 +41,10 @@ final class PostgresRehearsalStage: RehearsalStage {
     private var stepsEnded = 0
     /// The retries `migrate` would give a step that waited too long for a lock.
     private let lockRetries: Int
-    /// How much of a file `willRun` reads for `stepMentionsDeferral`.
+    /// How much of a file `mayMeetDeferredConstraints` reads.
     private static let readAhead = 4 << 20
-    /// The step now running is a file that says `DEFERRED` somewhere: it may create or rely on a constraint
-    /// declared `INITIALLY DEFERRED`, which the rehearsal checks at once after its first step.
-    private var stepMentionsDeferral = false
+    /// Why the step now running does not run as in `migrate` (`unlikeMigrate`), or nil.
+    private var currentUnlikeMigrate: String?
 
     private struct Counters {
         let name: String
@@ -102,26 +101,36 @@ final class PostgresRehearsalStage: RehearsalStage {
     /// What fails only because the steps share one transaction, where `migrate` commits each before the next:
     /// - a new enum value used in the transaction that added it (SQLSTATE 55P04), when an earlier step added one
     ///   (within one step it is `migrate`'s failure too);
-    /// - a constraint violation or a trigger's error (class 23, P0001) after a step ended, while a constraint is
-    ///   declared `INITIALLY DEFERRED`, or the failing file says `DEFERRED` (the constraint it made went with its
-    ///   rollback): from the first step's end every constraint is checked at once
-    ///   (`checkDeferredAsCommitWould`), where `migrate` would check that one at the step's commit;
-    /// - a lock not granted in time, when `migrate` would retry the step (the rehearsal does not, `options(for:)`).
+    /// - a lock not granted in time, when `migrate` would retry the step (the rehearsal does not, `options(for:)`);
+    /// - anything in a step that ran with deferred constraints checked at once (`unlikeMigrate`).
     func stoppedByStage(_ failure: StepFailure) -> String? {
-        let code = failure.databaseError?.code?.value ?? ""
-        if code == "55P04" {
+        if failure.databaseError?.code?.value == "55P04" {
             let now = (try? connection.rows("SELECT oid::int8 FROM pg_catalog.pg_enum", .none).map { try $0.get(0, as: Int64.self) }) ?? []
-            guard !Set(now).subtracting(enumValuesAtStart).isEmpty else { return nil }
-            return "PostgreSQL refuses an enum value in the transaction that added it, and an earlier step added one: the rehearsal runs every step in one transaction where migrate commits each"
-        }
-        if (code.hasPrefix("23") || code == "P0001"), stepsEnded > 0, stepMentionsDeferral
-            || (try? connection.scalar("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint WHERE condeferred)", .none, as: Bool.self)) == true {
-            return "constraints declared INITIALLY DEFERRED are checked at once in the rehearsal after its first step (one transaction cannot start afresh as each of migrate's does), and migrate would check them at the step's commit"
+            if !Set(now).subtracting(enumValuesAtStart).isEmpty {
+                return "PostgreSQL refuses an enum value in the transaction that added it, and an earlier step added one: the rehearsal runs every step in one transaction where migrate commits each"
+            }
         }
         if failure.databaseError?.kind == .lockNotAvailable, lockRetries > 0 {
             return "a lock was not granted within the lock timeout, and migrate would retry the step (\(lockRetries) time\(lockRetries == 1 ? "" : "s")) where the rehearsal does not"
         }
-        return nil
+        return currentUnlikeMigrate
+    }
+
+    /// After the first step every constraint is checked at once (`checkDeferredAsCommitWould`): a step that may
+    /// meet one declared `INITIALLY DEFERRED` (one exists as it begins, or its file says `DEFERRED`) runs unlike
+    /// `migrate`, which checks such a constraint, and fires such a trigger, at the step's commit.
+    func unlikeMigrate(_ step: PlanStep) -> String? { currentUnlikeMigrate }
+
+    /// A constraint declared `INITIALLY DEFERRED` exists, or the step is a file that says `DEFERRED` (it may create
+    /// one). A seed or a code step that creates one is not seen.
+    private func mayMeetDeferredConstraints(_ step: PlanStep) throws -> Bool {
+        if try connection.scalar("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint WHERE condeferred)", .none, as: Bool.self) == true {
+            return true
+        }
+        guard case .migration(let migration) = step else { return false }
+        guard let file = try? RegularFile(path: migration.path), let bytes = try? file.read(upTo: Self.readAhead) else { return true }
+        // A file too large to read here may say it anywhere: taken to.
+        return file.size > Self.readAhead || String(decoding: bytes, as: UTF8.self).uppercased().contains("DEFERRED")
     }
 
     func reasonNotRehearsed(_ step: PlanStep) -> String? {
@@ -130,14 +139,9 @@ final class PostgresRehearsalStage: RehearsalStage {
     }
 
     func willRun(_ step: PlanStep) throws {
-        if case .migration(let migration) = step, let file = try? RegularFile(path: migration.path),
-           let bytes = try? file.read(upTo: Self.readAhead) {
-            // A file too large to read here may say it anywhere: taken to.
-            stepMentionsDeferral = file.size > Self.readAhead
-                || String(decoding: bytes, as: UTF8.self).uppercased().contains("DEFERRED")
-        } else {
-            stepMentionsDeferral = false
-        }
+        currentUnlikeMigrate = try stepsEnded > 0 && mayMeetDeferredConstraints(step)
+            ? "constraints declared INITIALLY DEFERRED are checked at once in the rehearsal after its first step (one transaction cannot start afresh as each of migrate's does), where migrate checks them, and fires such triggers, at the step's commit"
+            : nil
         try session.willRun(step.id)
         counters = try readCounters()
         relations = Set(try connection.rows("""

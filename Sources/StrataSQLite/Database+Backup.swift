@@ -89,8 +89,8 @@ extension Database: BackupSource {
     /// Copies every page of `source`'s main database into `destination`'s in one step, so the copy is one committed
     /// state: the source is read under one read transaction, the destination written under one write transaction
     /// (and its journal), each waiting up to its connection's busy timeout for its lock.
-    static func copy(from source: Database, into destination: Database) throws {
-        guard let backup = sqlite3_backup_init(destination.handle, "main", source.handle, "main") else {
+    static func copy(from source: Database, into destination: Database, schema: String = "main") throws {
+        guard let backup = sqlite3_backup_init(destination.handle, schema, source.handle, schema) else {
             throw destination.lastError(sqlite3_extended_errcode(destination.handle))
         }
         let step = sqlite3_backup_step(backup, -1)

@@ -12,7 +12,7 @@ final class SQLiteRehearsalStage: RehearsalStage {
     private let copy: RehearsalCopy
     private let watch: RowChangeWatch
     let summary: String
-    /// The program's functions not defined on the copy (not deterministic), by folded name.
+    /// The program's SQL functions (`createFunction`), by folded name: not defined on the copy.
     private let functionsLeftOut: Set<String>
 
     init(source: Database) throws {
@@ -24,7 +24,7 @@ final class SQLiteRehearsalStage: RehearsalStage {
             throw error
         }
         self.copy = copy
-        functionsLeftOut = Set(source.functions.values.filter { !$0.deterministic }.map { $0.name.sqliteFolded })
+        functionsLeftOut = Set(source.functions.values.map { $0.name.sqliteFolded })
         let holdsSomething = ((try? source.scalar("SELECT count(*) FROM sqlite_schema", as: Int.self)) ?? 0) > 0
         summary = source.path.map {
             "on a copy of \(displayPath($0)) (\(RehearsalCopy.size(copy.bytes))) in \(copy.directory), made with SQLite's online backup API and removed afterwards"
@@ -71,7 +71,7 @@ final class SQLiteRehearsalStage: RehearsalStage {
         if let refused = watch.rules.refused { return refused }
         let message = failure.message.lowercased()
         guard let missing = functionsLeftOut.first(where: { message.contains("no such function: \($0)") }) else { return nil }
-        return "the program's SQL function \(missing) is not deterministic, so the rehearsal does not define it on its copy (it could read or write the database it was defined on)"
+        return "the program's SQL function \(missing) is not defined on the rehearsal's copy (its closure may read or write the connection it was defined on, the real database)"
     }
 
     /// SQLite has no sequences outside the copy: what the copy's `AUTOINCREMENT` counters did goes with it.

@@ -34,6 +34,13 @@ final class RehearsalCopy {
 
     static let prefix = ".strata-rehearsal-"
 
+    /// Of the connection's pragmas (`ConnectionSnapshot.pragmas`), those that change what a statement does, which the
+    /// copy takes from the program's connection; not `query_only` (a rehearsal opens the database with it),
+    /// durability, locking or memory settings.
+    static let behaviourPragmas = ["recursive_triggers", "ignore_check_constraints", "legacy_alter_table",
+                                   "reverse_unordered_selects", "trusted_schema", "automatic_index", "cell_size_check",
+                                   "secure_delete", "defer_foreign_keys"]
+
     /// Copies `source` (which must be outside any transaction). Refuses (`MigrationError.refused`) when no candidate
     /// directory has room for it, saying how much it needs and what each has.
     init(of source: Database) throws {
@@ -76,16 +83,21 @@ final class RehearsalCopy {
             configuration.readOnly = false
             configuration.walMode = false
             database = try Database(path: PathComponents.appending(name, to: directory), configuration: configuration)
-            // The program's own SQL functions, which its steps (and their triggers and views) may call: those SQLite
-            // may take for pure (deterministic). Another may read or write the connection it was defined on, the
-            // real database, from the copy: not defined here (`SQLiteRehearsalStage.stoppedByStage`).
-            for function in source.functions.values where function.deterministic {
-                try database.createFunction(function.name, argumentCount: function.argumentCount,
-                                            deterministic: function.deterministic, function.body)
+            // The connection's own settings, which migrate's steps run under on the program's connection. (Its SQL
+            // functions are not defined here: a closure may read or write the connection it was defined on, the real
+            // database; `SQLiteRehearsalStage.stoppedByStage` says when a step needed one.)
+            for pragma in Self.behaviourPragmas {
+                guard let value = try source.query("PRAGMA \(pragma)", .none).next()?[0], case .integer(let number) = value else { continue }
+                try database.execute("PRAGMA \(pragma) = \(number)", .none)
             }
             // One step of the backup API, as `backup(to:)` copies: one committed state, whatever others write.
             do {
                 try Database.copy(from: source, into: database)
+                // The program's temporary tables, triggers, views and indexes (a temporary trigger on a main table
+                // fires in migrate's steps on its connection).
+                if try source.scalar("SELECT count(*) FROM temp.sqlite_schema", as: Int.self) ?? 0 > 0 {
+                    try Database.copy(from: source, into: database, schema: "temp")
+                }
             } catch let error as DatabaseError {
                 throw error.with(message: "could not copy the database for the rehearsal: \(error.message)")
             }

@@ -42,6 +42,7 @@ extension Commands {
                        "failure": report.failure.map(Self.json) ?? .null,
                        "notRehearsedUpToFailure": .array(report.notRehearsedUpToFailure.map(JSON.string)),
                        "failureNotKnownBecause": report.failureNotKnownBecause.map(JSON.string) ?? .null,
+                       "rehearsedUnlikeMigrate": .array(report.rehearsedUnlikeMigrate.map(JSON.string)),
                        "schemaChanges": .array(report.schemaChanges.map(Self.json)),
                        "sequences": .array(report.sequences.map(Self.json)),
                        "sessionLeftovers": .array(report.sessionLeftovers.map(Self.json)),
@@ -95,6 +96,10 @@ extension Commands {
             }
             output.error("  migrate would fail at \(failure.id): it would apply \(counted(applied, "step")) before it and stop there\(untried). Nothing was changed.")
             return ExitCode.stepFailed
+        }
+        if !report.rehearsedUnlikeMigrate.isEmpty {
+            output.error("strata rehearse: every step ran, but whether migrate would succeed is not known: \(report.rehearsedUnlikeMigrate.joined(separator: ", ")) ran unlike migrate (see \(report.rehearsedUnlikeMigrate.count == 1 ? "its note" : "their notes")). Nothing was changed.")
+            return ExitCode.notKnown
         }
         if !report.steps.isEmpty {
             output.line("migrate would apply \(counted(applied, "step")) to \(path)\(untried). Nothing was changed.")

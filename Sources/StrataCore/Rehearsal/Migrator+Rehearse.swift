@@ -86,6 +86,10 @@ extension Migrator {
                 step.durationMs = done.durationMs
                 step.rowCount = done.rowCount
                 (step.tables, step.locks, step.heldLocks) = watcher.observed[key] ?? ([], [], [])
+                if let reason = watcher.unlike[key] {
+                    step.note = "ran here, but not as migrate would run it: \(reason)"
+                    report.rehearsedUnlikeMigrate.append(step.id)
+                }
             } else if run.alreadyApplied.contains(planned.step.id) {
                 step.outcome = .alreadyApplied
             } else if let failure = run.failure, failure.id == planned.step.id, failure.kind == planned.step.kind {
@@ -107,7 +111,8 @@ extension Migrator {
         if stoppedByStage { report.failure?.stoppedByRehearsal = true }
         if let failure = report.failure {
             report.notRehearsedUpToFailure = report.steps.prefix { $0.outcome != .failed }
-                .filter { $0.outcome == .notRehearsed }.map(\.id) + (stoppedByStage ? [failure.id] : [])
+                .filter { $0.outcome == .notRehearsed || report.rehearsedUnlikeMigrate.contains($0.id) }.map(\.id)
+                + (stoppedByStage ? [failure.id] : [])
         }
         report.schemaChanges = try SchemaDifference(from: before, to: try stage.database.schemaSnapshot()).changes
         return report
@@ -125,6 +130,8 @@ extension Migrator {
     private final class RehearsalWatcher: StepWatcher {
         let stage: any RehearsalStage
         var observed: [String: (tables: [TableRowChanges], locks: [TableLock], held: [HeldLock])] = [:]
+        /// Why a step that ran may not do in `migrate` what it did here, by step.
+        var unlike: [String: String] = [:]
 
         init(stage: any RehearsalStage) {
             self.stage = stage
@@ -137,6 +144,7 @@ extension Migrator {
         func didRun(_ step: PlanStep, _ applied: AppliedStep) throws {
             let (tables, locks) = try stage.didRun(step)
             observed[Migrator.key(step)] = (tables, locks, stage.heldLocks)
+            unlike[Migrator.key(step)] = stage.unlikeMigrate(step)
         }
     }
 }

@@ -35,9 +35,13 @@ public struct RehearsalReport: Sendable, Equatable {
     /// failed it (its own rules stopped a statement; the steps share one transaction).
     public var failureNotKnownBecause: String?
 
-    /// True when no step failed and the run was not stopped. Steps that were not rehearsed (`RehearsedStep.note`
-    /// says why) are not known to succeed.
-    public var wouldSucceed: Bool { failure == nil && !cancelled }
+    /// Steps that ran to their end but not as `migrate` runs them (each one's `note` says how): whether they would
+    /// succeed there is not known.
+    public var rehearsedUnlikeMigrate: [String] = []
+
+    /// True when no step failed, none ran unlike `migrate`, and the run was not stopped. Steps that were not
+    /// rehearsed (`RehearsedStep.note` says why) are not known to succeed.
+    public var wouldSucceed: Bool { failure == nil && !cancelled && rehearsedUnlikeMigrate.isEmpty }
 
     /// True when a step failed with every step up to it rehearsed: `migrate` would fail there. Otherwise
     /// (`notRehearsedUpToFailure`) both this and `wouldSucceed` are false: not known.

@@ -25,6 +25,9 @@ package protocol RehearsalStage: AnyObject {
     /// (SQLite: its rules refused an `ATTACH` of a file in a file too large to be read ahead; PostgreSQL: the one
     /// transaction refused what a commit between steps allows), or nil when it failed as it would in `migrate`.
     func stoppedByStage(_ failure: StepFailure) -> String?
+    /// Why the step `didRun` last measured, which ran to its end here, may not do in `migrate` what it did here
+    /// (PostgreSQL: deferred constraints checked at once), or nil.
+    func unlikeMigrate(_ step: PlanStep) -> String?
     /// The locks earlier steps took that were still held while the step `didRun` last measured ran.
     var heldLocks: [HeldLock] { get }
     /// Ends the rehearsal so that nothing it did remains (the copy removed, the transaction rolled back), and returns
@@ -39,4 +42,5 @@ extension RehearsalStage {
     package var heldLocks: [HeldLock] { [] }
     package var sessionLeftovers: [SessionLeftover] { [] }
     package func stoppedByStage(_ failure: StepFailure) -> String? { nil }
+    package func unlikeMigrate(_ step: PlanStep) -> String? { nil }
 }
