@@ -79,25 +79,12 @@ final class BackupTests: XCTestCase {
         if wal { _ = try Database(path: project.databasePath, configuration: Database.Configuration(walMode: true)) }
         let first = try project.strata(["migrate"])
         XCTAssertEqual(first.status, 0, first.stderr)
-        let stop = project.root.appendingPathComponent("stop")
-        let writers = try (1...4).map {
-            try WriterProcess.start(database: project.databasePath, writer: $0, directory: project.root, stop: stop)
-        }
-        var stopped = false
-        func stopWriters() {
-            guard !stopped else { return }
-            stopped = true
-            _ = FileManager.default.createFile(atPath: stop.path, contents: nil)
-            for writer in writers { writer.process.waitUntilExit() }
-        }
-        defer { stopWriters() }
-        func logged() throws -> Int { try writers.reduce(0) { $0 + (try $1.commits().count) } }
-        try wait("every writer to commit 20 times") {
-            try writers.allSatisfy { writer in
-                XCTAssertTrue(writer.process.isRunning, writer.printed)
-                return try writer.commits().count >= 20 || !writer.process.isRunning
-            }
-        }
+        let group = try FourWriters(database: project.databasePath, directory: project.root)
+        defer { group.stop() }
+        let writers = group.writers
+        func stopWriters() { group.stop() }
+        func logged() throws -> Int { try group.commits().count }
+        XCTAssertTrue(try group.waitForCommits(20), group.printed)
 
         try project.file("sql/2_after.sql", "CREATE TABLE after_backup (x INTEGER);")
         let before = try logged()
@@ -124,8 +111,7 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(try integrity(path), "ok")
 
         // The backup is the state commit T left, T being its counter: rows 1…T, each as its writer logged it.
-        var commits: [Int: (writer: Int, seq: Int)] = [:]
-        for writer in writers { commits.merge(try writer.commits()) { first, _ in first } }
+        let commits = try group.commits()
         let copy = try Database(path: path, configuration: Database.Configuration(readOnly: true))
         let total = try XCTUnwrap(try copy.scalar("SELECT n FROM counter", as: Int.self))
         XCTAssertGreaterThanOrEqual(total, 80, "the backup holds the commits made before it")

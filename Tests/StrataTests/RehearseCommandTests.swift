@@ -337,23 +337,9 @@ final class RehearseCommandTests: XCTestCase {
                 AND (SELECT coalesce(max(total), 0) FROM commits) = (SELECT n FROM counter) THEN 1 END;
             UPDATE commits SET seq = seq;
             """)
-        let stop = project.root.appendingPathComponent("stop")
-        let writers = try (1...4).map {
-            try WriterProcess.start(database: project.databasePath, writer: $0, directory: project.root, stop: stop)
-        }
-        var stopped = false
-        func stopWriters() {
-            guard !stopped else { return }
-            stopped = true
-            _ = FileManager.default.createFile(atPath: stop.path, contents: nil)
-            for writer in writers { writer.process.waitUntilExit() }
-        }
-        defer { stopWriters() }
-        let deadline = Date().addingTimeInterval(120)
-        while try !writers.allSatisfy({ try $0.commits().count >= 20 || !$0.process.isRunning }) && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        XCTAssertTrue(writers.allSatisfy { $0.process.isRunning }, writers.map(\.printed).joined(separator: "\n"))
+        let writers = try FourWriters(database: project.databasePath, directory: project.root)
+        defer { writers.stop() }
+        XCTAssertTrue(try writers.waitForCommits(20), writers.printed)
 
         var copied: [Int] = []
         let temporary = try makeTemporaryDirectory(self)
@@ -365,12 +351,11 @@ final class RehearseCommandTests: XCTestCase {
             let commits = try XCTUnwrap((step["tables"] as? [[String: Any]])?.first { $0["table"] as? String == "commits" }, result.stdout)
             copied.append(try XCTUnwrap(commits["updated"] as? Int, result.stdout))
         }
-        stopWriters()
-        var logged: Set<Int> = []
-        for writer in writers {
+        writers.stop()
+        for writer in writers.writers {
             XCTAssertEqual(writer.process.terminationStatus, 0, writer.printed)
-            logged.formUnion(try writer.commits().keys)
         }
+        let logged = Set(try writers.commits().keys)
         for total in copied {
             XCTAssertTrue(logged.contains(total), "a copy held \(total) commits, a state no writer logged")
         }

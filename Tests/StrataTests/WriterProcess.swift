@@ -68,6 +68,52 @@ struct WriterProcess {
         """
 }
 
+/// Four writer processes on one database, started together and stopped together (when asked, or when released).
+final class FourWriters {
+    let writers: [WriterProcess]
+    private let stopFile: URL
+    private var stopped = false
+
+    init(database: String, directory: URL) throws {
+        let stop = directory.appendingPathComponent("stop")
+        stopFile = stop
+        writers = try (1...4).map {
+            try WriterProcess.start(database: database, writer: $0, directory: directory, stop: stop)
+        }
+    }
+
+    /// Waits until every writer has logged `count` commits; false if one stopped first or `timeout` (a guard) passed.
+    func waitForCommits(_ count: Int, timeout: TimeInterval = 120) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try writers.allSatisfy({ try $0.commits().count >= count }) { return true }
+            if writers.contains(where: { !$0.process.isRunning }) { return false }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return false
+    }
+
+    /// The commits all writers logged: total → (writer, seq).
+    func commits() throws -> [Int: (writer: Int, seq: Int)] {
+        var all: [Int: (writer: Int, seq: Int)] = [:]
+        for writer in writers { all.merge(try writer.commits()) { first, _ in first } }
+        return all
+    }
+
+    /// Stops every writer after its current commit and waits for it; later calls do nothing.
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        _ = FileManager.default.createFile(atPath: stopFile.path, contents: nil)
+        for writer in writers { writer.process.waitUntilExit() }
+    }
+
+    /// What the writers printed, for failure messages.
+    var printed: String { writers.map(\.printed).joined(separator: "\n") }
+
+    deinit { stop() }
+}
+
 final class WriterProcessTests: XCTestCase {
     func testWritesAndLogsEachCommitAsAChildProcess() throws {
         let environment = ProcessInfo.processInfo.environment
