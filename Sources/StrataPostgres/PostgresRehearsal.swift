@@ -41,8 +41,6 @@ final class PostgresRehearsalStage: RehearsalStage {
     private var stepsEnded = 0
     /// The retries `migrate` would give a step that waited too long for a lock.
     private let lockRetries: Int
-    /// How much of a file `mayMeetDeferredConstraints` reads.
-    private static let readAhead = 4 << 20
     /// Why the step now running does not run as in `migrate` (`unlikeMigrate`), or nil.
     private var currentUnlikeMigrate: String?
 
@@ -81,7 +79,7 @@ final class PostgresRehearsalStage: RehearsalStage {
             connection.isRehearsing = true
             connection.rehearsalKeeps = kept
             sequences = try readSequences()
-            enumValuesAtStart = Set(try connection.rows("SELECT oid::int8 FROM pg_catalog.pg_enum", .none).map { try $0.get(0, as: Int64.self) })
+            enumValuesAtStart = try enumValues()
         } catch {
             end()
             throw error
@@ -105,8 +103,7 @@ final class PostgresRehearsalStage: RehearsalStage {
     /// - anything in a step that ran with deferred constraints checked at once (`unlikeMigrate`).
     func stoppedByStage(_ failure: StepFailure) -> String? {
         if failure.databaseError?.code?.value == "55P04" {
-            let now = (try? connection.rows("SELECT oid::int8 FROM pg_catalog.pg_enum", .none).map { try $0.get(0, as: Int64.self) }) ?? []
-            if !Set(now).subtracting(enumValuesAtStart).isEmpty {
+            if let now = try? enumValues(), !now.subtracting(enumValuesAtStart).isEmpty {
                 return "PostgreSQL refuses an enum value in the transaction that added it, and an earlier step added one: the rehearsal runs every step in one transaction where migrate commits each"
             }
         }
@@ -114,6 +111,11 @@ final class PostgresRehearsalStage: RehearsalStage {
             return "a lock was not granted within the lock timeout, and migrate would retry the step (\(lockRetries) time\(lockRetries == 1 ? "" : "s")) where the rehearsal does not"
         }
         return currentUnlikeMigrate
+    }
+
+    /// Every enum value of the database, by oid.
+    private func enumValues() throws -> Set<Int64> {
+        Set(try connection.rows("SELECT oid::int8 FROM pg_catalog.pg_enum", .none).map { try $0.get(0, as: Int64.self) })
     }
 
     /// After the first step every constraint is checked at once (`checkDeferredAsCommitWould`): a step that may
@@ -128,9 +130,9 @@ final class PostgresRehearsalStage: RehearsalStage {
             return true
         }
         guard case .migration(let migration) = step else { return false }
-        guard let file = try? RegularFile(path: migration.path), let bytes = try? file.read(upTo: Self.readAhead) else { return true }
-        // A file too large to read here may say it anywhere: taken to.
-        return file.size > Self.readAhead || String(decoding: bytes, as: UTF8.self).uppercased().contains("DEFERRED")
+        // A file too large to be read ahead (or unreadable) may say it anywhere: taken to.
+        guard let bytes = migration.bytesReadAhead else { return true }
+        return String(decoding: bytes, as: UTF8.self).uppercased().contains("DEFERRED")
     }
 
     func reasonNotRehearsed(_ step: PlanStep) -> String? {

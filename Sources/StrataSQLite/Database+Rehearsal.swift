@@ -41,8 +41,7 @@ final class SQLiteRehearsalStage: RehearsalStage {
     /// Found ahead in files up to the lint's size; in larger ones the authorizer refuses the statement when it runs
     /// (`RehearsalRules`), and the step fails saying so, as one the rehearsal stopped (`stoppedByStage`).
     func reasonNotRehearsed(_ step: PlanStep) -> String? {
-        guard case .migration(let migration) = step, let file = try? RegularFile(path: migration.path),
-              file.size <= Self.readAhead, let bytes = try? file.read(upTo: Self.readAhead + 1),
+        guard case .migration(let migration) = step, let bytes = migration.bytesReadAhead,
               let section = try? migration.format.upSection(of: bytes) else { return nil }
         for statement in SQLLint.statements(in: Array(bytes[section.range])).statements {
             let words = statement.words
@@ -54,8 +53,6 @@ final class SQLiteRehearsalStage: RehearsalStage {
         return nil
     }
 
-    /// As `Migrator.lintSizeLimit`: larger files are not read ahead.
-    private static let readAhead = 4 << 20
 
     func willRun(_ step: PlanStep) throws {
         watch.begin()

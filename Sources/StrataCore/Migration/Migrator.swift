@@ -129,7 +129,7 @@ public struct Migrator {
 
     private static func lintFindings(_ migrations: [MigrationStep], dialect: any SQLDialect) -> [(id: String, problem: ManifestProblem)] {
         migrations.flatMap { migration in
-            guard let bytes = fileBytes(migration.path, atMost: lintSizeLimit) else {
+            guard let bytes = migration.bytesReadAhead else {
                 return [(id: String, problem: ManifestProblem)]()
             }
             // Only what runs is linted (a down section may hold anything), at the file's own line numbers.
@@ -887,7 +887,7 @@ public struct Migrator {
     }
 
     /// The file's bytes when it is no larger than `limit`; nil for a larger or unreadable file.
-    private static func fileBytes(_ path: String, atMost limit: Int) -> [UInt8]? {
+    static func fileBytes(_ path: String, atMost limit: Int) -> [UInt8]? {
         guard let file = try? RegularFile(path: path), file.size <= limit,
               let bytes = try? file.read(upTo: limit + 1), bytes.count <= limit else { return nil }
         return bytes
@@ -1159,4 +1159,10 @@ public func displayPath(_ path: String) -> String {
     let cwd = FileManager.default.currentDirectoryPath
     let prefix = cwd.hasSuffix("/") ? cwd : cwd + "/"
     return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+}
+
+extension MigrationStep {
+    /// The file's bytes when it is no larger than what is checked ahead of time (`Migrator.lintSizeLimit`); nil for
+    /// a larger or unreadable file, whose statements are met only as they run.
+    package var bytesReadAhead: [UInt8]? { Migrator.fileBytes(path, atMost: Migrator.lintSizeLimit) }
 }
