@@ -339,31 +339,6 @@ final class BackupTests: XCTestCase {
         XCTAssertFalse(try project.database().tableExists("after"))
     }
 
-    /// A tmpfs of `size`, unmounted when the test ends; skips, saying so, where mounting is not permitted.
-    private func mountSmallFilesystem(size: String) throws -> URL {
-        let directory = try makeTemporaryDirectory(self)
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        mount.arguments = ["mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory.path]
-        let errors = Pipe()
-        mount.standardError = errors
-        mount.standardOutput = FileHandle.nullDevice
-        try mount.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        mount.waitUntilExit()
-        guard mount.terminationStatus == 0 else {
-            throw XCTSkip("SKIPPED: mounting a \(size) tmpfs is not permitted here (\(message.trimmingCharacters(in: .whitespacesAndNewlines))); the disk-full backup test did not run")
-        }
-        addTeardownBlock {
-            let unmount = Process()
-            unmount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            unmount.arguments = ["umount", directory.path]
-            try? unmount.run()
-            unmount.waitUntilExit()
-        }
-        return directory
-    }
-
     /// Another runner holds the write lock (a step in progress, not committed): the backup is still taken, of what
     /// is committed, and this run's step waits for the lock and then runs.
     func testABackupIsTakenWhileAnotherRunnerHoldsTheLockAndHoldsOnlyWhatWasCommitted() throws {

@@ -13,6 +13,35 @@ func makeTemporaryDirectory(_ test: XCTestCase) throws -> URL {
     return url
 }
 
+extension XCTestCase {
+    /// A real filesystem of `size` (a tmpfs), unmounted when the test ends. Skips, saying so, where the machine
+    /// does not permit mounting.
+    func mountSmallFilesystem(size: String) throws -> URL {
+        let directory = try makeTemporaryDirectory(self)
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        mount.arguments = ["mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory.path]
+        let errors = Pipe()
+        mount.standardError = errors
+        mount.standardOutput = FileHandle.nullDevice
+        try mount.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        mount.waitUntilExit()
+        guard mount.terminationStatus == 0 else {
+            throw XCTSkip("SKIPPED: mounting a \(size) tmpfs is not permitted here (\(message.trimmingCharacters(in: .whitespacesAndNewlines))); \(name) did not run")
+        }
+        // Teardown blocks run last-in first-out: unmounted before the directory is removed.
+        addTeardownBlock {
+            let unmount = Process()
+            unmount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            unmount.arguments = ["umount", directory.path]
+            try? unmount.run()
+            unmount.waitUntilExit()
+        }
+        return directory
+    }
+}
+
 func write(_ text: String, to url: URL) throws {
     try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
     try Data(text.utf8).write(to: url)

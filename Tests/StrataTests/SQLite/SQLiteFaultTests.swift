@@ -9,33 +9,6 @@ import Strata
 /// journal left by a killed writer (read by later commands, or on a filesystem nobody may write), and a file opened
 /// read-only. What every backend must do when a step fails is tested in `FaultTests`.
 final class SQLiteFaultTests: XCTestCase {
-    /// A real filesystem of `size` (a tmpfs), unmounted when the test ends. Skips, saying so, where the machine
-    /// does not permit mounting.
-    func mountSmallFilesystem(size: String) throws -> URL {
-        let directory = try makeTemporaryDirectory(self)
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        mount.arguments = ["mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory.path]
-        let errors = Pipe()
-        mount.standardError = errors
-        mount.standardOutput = FileHandle.nullDevice
-        try mount.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        mount.waitUntilExit()
-        guard mount.terminationStatus == 0 else {
-            throw XCTSkip("SKIPPED: mounting a \(size) tmpfs is not permitted here (\(message.trimmingCharacters(in: .whitespacesAndNewlines))); the real disk-full test did not run")
-        }
-        // Teardown blocks run last-in first-out: unmounted before the directory is removed.
-        addTeardownBlock {
-            let unmount = Process()
-            unmount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            unmount.arguments = ["umount", directory.path]
-            try? unmount.run()
-            unmount.waitUntilExit()
-        }
-        return directory
-    }
-
     func testDiskFullOnARealFilesystemIsRolledBackCompletelyAndSaysSo() throws {
         let disk = try mountSmallFilesystem(size: "2m")
         let project = try Project(self, manifest: """
