@@ -46,6 +46,8 @@ extension PostgresConnection: DatabaseConnection {
             throw DatabaseError(kind: .misuse, code: nil, message: "a transaction is already open; use withSavepoint to nest")
         }
         try executeSimple(begin)
+        // A step's `SET LOCAL statement_timeout` ends with its transaction, committed or not.
+        defer { forgetStatementTimeout(transactionEnded: true) }
         let value: T
         do {
             value = try owningTransaction(owner, body)

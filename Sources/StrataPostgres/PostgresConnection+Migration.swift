@@ -43,7 +43,7 @@ extension PostgresConnection: MigrationDatabase {
             try executeSimple("SET CONSTRAINTS ALL IMMEDIATE")
         } catch let error as DatabaseError {
             // Reported as migrate reports it: the step's COMMIT failed. The step's own savepoint is rolled back.
-            throw DatabaseError(kind: error.kind, code: error.code, message: error.message, sql: "COMMIT TRANSACTION")
+            throw error.from(sql: "COMMIT TRANSACTION")
         }
     }
 
@@ -124,10 +124,12 @@ extension PostgresConnection: MigrationDatabase {
         while let piece = try script.next() {
             switch piece {
             case .statement(let statement):
+                rehearsalStatementWatch?(statement)
                 let result = executeWatchingLocks(statement.sql)
                 try check(result, statement)
                 try confirmSessionReadsFileAsSent(statement)
             case .copy(let statement, _):
+                rehearsalStatementWatch?(statement)
                 try copy(statement, from: &script)
             case .metaCommand(let command):
                 guard command.name == "restrict" || command.name == "unrestrict" else {
@@ -203,10 +205,8 @@ extension PostgresConnection: MigrationDatabase {
         while let next = PQgetResult(handle) {
             let result = PostgresResult(next)
             if outcome == nil, PQresultStatus(next) != PGRES_COMMAND_OK {
-                outcome = PostgresError.error(next, connection: handle, sql: statement.sql)
-                    .at(line: statement.line, column: statement.column)
+                outcome = error(of: result, sql: statement.sql).at(line: statement.line, column: statement.column)
             }
-            _ = result
         }
         if let failure = failure ?? outcome { throw failure }
     }
@@ -265,19 +265,28 @@ extension PostgresConnection: MigrationDatabase {
         }
     }
 
-    /// Every other schema's `strata_history` and the steps it records (those marked `deleted` left out).
-    public func otherHistories() throws -> [(location: String, steps: Set<String>)] {
+    /// Every other schema's `strata_history` and the checksums it records (those marked `deleted` left out).
+    public func otherHistories() throws -> [OtherHistory] {
+        // Every one, those this role may not read included: one skipped would be taken for none.
         let schemas = try rows("""
-            SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            SELECT pg_catalog.quote_ident(n.nspname) AS name,
+                   pg_catalog.has_schema_privilege(n.oid, 'USAGE') AND pg_catalog.has_table_privilege(c.oid, 'SELECT') AS readable
+            FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
             WHERE c.relname = 'strata_history' AND c.relkind IN ('r', 'p') AND n.nspname <> $1
-              AND n.nspname NOT LIKE 'pg\\_temp%' AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
+              AND n.nspname NOT LIKE 'pg\\_temp%'
             ORDER BY 1
-            """, [historySchema]).map { try $0.get(0, as: String.self) }
+            """, [historySchema]).map { (name: try $0.get("name", as: String.self), readable: try $0.get("readable", as: Bool.self)) }
         // Names as the server quotes them: `public`, `"Deploy"`.
-        return try schemas.map { schema in
-            let steps = try rows("SELECT kind || '/' || identity FROM \(schema).strata_history WHERE state <> 'deleted'", .none)
-                .map { try $0.get(0, as: String.self) }
-            return (location: "strata_history in schema \(schema)", steps: Set(steps))
+        return try schemas.map { (schema, readable) in
+            guard readable else { return OtherHistory(location: "strata_history in schema \(schema)", checksums: nil) }
+            var checksums: [String: String] = [:]
+            for row in try rows("""
+                SELECT kind || '/' || identity AS step, checksum_version || ':' || checksum AS checksum
+                FROM \(schema).strata_history WHERE state <> 'deleted'
+                """, .none) {
+                checksums[try row.get("step")] = try row.get("checksum")
+            }
+            return OtherHistory(location: "strata_history in schema \(schema)", checksums: checksums)
         }
     }
 
@@ -320,6 +329,7 @@ struct PostgresSessionReset: SessionSnapshot {
             try connection.executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; DEALLOCATE ALL")
         }
         connection.prepared.forgetAll()
+        connection.forgetStatementTimeout(transactionEnded: false)
         try connection.executeSimple(connection.sessionSettings)
         connection.floatTextIsExact = true
     }

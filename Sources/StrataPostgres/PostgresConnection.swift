@@ -36,8 +36,14 @@ public final class PostgresConnection {
     var isRehearsing = false
     /// In a rehearsal, the cursors and prepared statements the session had before it: the steps' reset keeps them.
     var rehearsalKeeps: PostgresSessionObjects?
+    /// In a rehearsal, shown each statement of a script (a `COPY`'s without its data) before it is sent: the stage
+    /// reads what the step's statements say as they run, whatever the file's size (`PostgresRehearsalStage`).
+    var rehearsalStatementWatch: ((PostgresStatementText) -> Void)?
     /// Names the session a migration's statement waited for when it gives up (armed by `limitStatements`).
     let lockWatch = PostgresLockWatch()
+    /// The `statement_timeout` the current step began with, for the error of a statement it stops
+    /// (`noteStatementTimeout`); nil outside a step.
+    var stepStatementTimeout: PostgresStatementTimeout?
     /// The session holding `transaction="none"` steps' claims (`PostgresStepLocks`), opened on first use.
     var claimSession: PostgresConnection?
     /// Whose transaction a statement must not end (`withTransaction`, a pool's `read` or `write`), while its body
@@ -179,8 +185,13 @@ public final class PostgresConnection {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_SINGLE_TUPLE:
             return
         default:
-            throw PostgresError.error(result.handle, connection: handle, sql: sql)
+            throw error(of: result, sql: sql)
         }
+    }
+
+    /// The error a failed result reports, saying which `statement_timeout` stopped a step's statement.
+    func error(of result: PostgresResult, sql: String?) -> DatabaseError {
+        explainingStatementTimeout(PostgresError.error(result.handle, connection: handle, sql: sql))
     }
 
     /// The connection's current error, for failures without a result.

@@ -230,7 +230,7 @@ final class PostgresCopyIn {
 
     /// The server's error, with the row and column its CONTEXT names (`COPY t, line 3, column c: "x"`).
     private func refusal(_ result: PostgresResult) -> PostgresCopyRefusal {
-        let error = PostgresError.error(result.handle, connection: connection.handle, sql: sql)
+        let error = connection.error(of: result, sql: sql)
         let context = result.handle.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "W"))) }.map { String(cString: $0) }
         let place = context.flatMap { Self.place(inContext: $0, relation: relationName, columns: columnNames) }
         return PostgresCopyRefusal(error: error, row: place?.row, column: place?.column)

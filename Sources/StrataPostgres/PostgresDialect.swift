@@ -14,9 +14,6 @@ public struct PostgresDialect: SQLDialect {
     /// The protocol's limit: a Bind message counts parameters in 16 bits.
     public var maximumParameters: Int { 65_535 }
 
-    /// Generated keys come back with `RETURNING`; `save` is one `INSERT … ON CONFLICT (key) DO UPDATE`.
-    public var modelWrites: ModelWrites { ModelWrites(generatedKeys: .returning, save: .onConflictUpdate) }
-
     /// `numeric` is exact: a `Decimal` reads and writes it digit for digit (as text, never through a `Double`).
     public var numericIsExact: Bool { true }
 
@@ -171,6 +168,10 @@ public struct PostgresDialect: SQLDialect {
     public func lint(_ bytes: [UInt8], insideTransaction: Bool) -> [LintFinding] {
         PostgresLint.findings(in: bytes, insideTransaction: insideTransaction)
     }
+
+    /// Version 3: line endings inside literals as `PostgresScript` reads them (dollar quotes, `E'…'` escapes, COPY
+    /// data followed to its end) are data.
+    public var checksumVersion: Int { 3 }
 
     /// `replace` overwrites whichever row a file row conflicts with — on any PRIMARY KEY or UNIQUE constraint when
     /// no key is given — and gives the columns the file lacks their defaults (SQLite's `ON CONFLICT DO UPDATE`

@@ -4,11 +4,19 @@ import StrataCore
 /// PostgreSQL's errors as `DatabaseError`s: the kind decided from the SQLSTATE's class, the SQLSTATE kept as the
 /// backend code, and the server's detail and hint appended to the message.
 enum PostgresError {
-    /// The kind of failure a SQLSTATE reports. Classes per the PostgreSQL manual's appendix "Error Codes".
-    static func kind(ofSQLState state: String) -> DatabaseError.Kind {
+    /// The server's words for a statement its `statement_timeout` stopped (SQLSTATE 57014, which a cancel request
+    /// raises too, as "canceling statement due to user request"). Only an English message tells them apart.
+    static let statementTimeoutMessage = "canceling statement due to statement timeout"
+    static let cancelRequestMessage = "canceling statement due to user request"
+
+    /// The kind of failure a SQLSTATE (with the server's message) reports. Classes per the PostgreSQL manual's
+    /// appendix "Error Codes".
+    static func kind(ofSQLState state: String, message: String) -> DatabaseError.Kind {
         switch state {
         case "55P03": return .lockNotAvailable                  // lock_not_available: lock_timeout or NOWAIT
-        case "40P01", "57014": return .busy                     // deadlock_detected, query_canceled (statement_timeout)
+        case "40P01": return .deadlock                          // deadlock_detected
+        case "57014":                                           // query_canceled: statement_timeout or a cancel
+            return message.hasPrefix(statementTimeoutMessage) ? .statementTimeout : .interrupted
         case "25006": return .readOnly                          // read_only_sql_transaction (a hot standby)
         case "53100": return .diskFull
         case "42501": return .authorization                     // insufficient_privilege
@@ -35,11 +43,19 @@ enum PostgresError {
         var message = field(Int32(UInt8(ascii: "M")))
             ?? connection.flatMap { PQerrorMessage($0) }.map { String(cString: $0) }?.trimmingWhitespace()
             ?? "no response from the server"
+        let kind = kind(ofSQLState: state, message: message)
+        if state == "57014" && message.hasPrefix(cancelRequestMessage) {
+            message += " (a cancel request: another session's pg_cancel_backend, or a client's cancel)"
+        }
         if let detail = field(Int32(UInt8(ascii: "D"))) { message += " (detail: \(detail))" }
         if let hint = field(Int32(UInt8(ascii: "H"))) { message += " (hint: \(hint))" }
-        return DatabaseError(kind: kind(ofSQLState: state), code: BackendCode(backend: "PostgreSQL", value: state,
-                                                                              name: name(ofSQLState: state)),
-                             message: message, sql: sql)
+        let code = BackendCode(backend: "PostgreSQL", value: state, name: name(ofSQLState: state))
+        // PG_DIAG_SCHEMA_NAME, PG_DIAG_TABLE_NAME, PG_DIAG_CONSTRAINT_NAME: which constraint refused the row, for
+        // callers that must look it up (a rehearsal judging whether migrate would meet it the same way).
+        let constraint = field(Int32(UInt8(ascii: "n"))).map {
+            DatabaseError.Constraint(schema: field(Int32(UInt8(ascii: "s"))), table: field(Int32(UInt8(ascii: "t"))), name: $0)
+        }
+        return DatabaseError(kind: kind, code: code, message: message, sql: sql, constraint: constraint)
     }
 
     /// A readable name for the SQLSTATEs Strata meets most; the class name otherwise.

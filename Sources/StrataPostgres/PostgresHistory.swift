@@ -19,26 +19,54 @@ struct PostgresHistory: HistoryStorage {
     /// The setting Strata's writes set, transaction-locally, for the guard to let them through.
     static let writerSetting = "strata.history_writer"
 
-    /// `applied_at` as `HistoryRecord` spells it (UTC, milliseconds, `Z`).
-    private var columns: String {
+    /// Columns added after the first release: a table made before them gets them when it is next written
+    /// (`create()`), and reads as if they were empty until then. Older Strata versions name their columns, so they
+    /// read and write such a table as before.
+    static let addedColumns = ["earlier_checksums", "runner_session"]
+
+    /// The columns of `addedColumns` the table (which exists) has.
+    private func presentAddedColumns() throws -> [String] {
+        let present = Set(try connection.rows("""
+            SELECT attname::text FROM pg_catalog.pg_attribute
+            WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped
+            """, [qualified]).map { try $0.get(0, as: String.self) })
+        return Self.addedColumns.filter(present.contains)
+    }
+
+    /// `applied_at` as `HistoryRecord` spells it (UTC, milliseconds, `Z`), and the added columns the table has.
+    private func columns() throws -> String {
         """
         kind, identity, checksum, checksum_version,
         to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS applied_at,
         duration_ms, row_count, state, tool_version, applied_sql, runner, error
-        """
+        """ + (try presentAddedColumns()).map { ", " + $0 }.joined()
     }
 
+    /// Read from the catalog, not with `to_regclass`, which fails in a schema the role has no USAGE on: creating
+    /// the table then names the privilege.
     func exists() throws -> Bool {
-        try connection.scalar("SELECT to_regclass($1) IS NOT NULL", [qualified], as: Bool.self) ?? false
+        try connection.scalar("""
+            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                           WHERE n.nspname = $1 AND c.relname = $2)
+            """, [connection.historySchema, Self.table], as: Bool.self) ?? false
     }
 
     /// Creates the table (and its schema) when absent. Two sessions creating it at once would collide in the
-    /// catalog even with `IF NOT EXISTS`, so creation runs under a transaction-level advisory lock.
+    /// catalog even with `IF NOT EXISTS`, so creation runs under a transaction-level advisory lock. The schema is
+    /// created only when missing: `CREATE SCHEMA IF NOT EXISTS` needs CREATE on the database even when the schema
+    /// exists, which a deploy role granted only CREATE on its schema lacks. A privilege the role lacks is named
+    /// before anything is created (`PostgresHistoryPrivileges`).
     func create() throws {
-        guard try !exists() else { return }
+        if try exists() { return try upgrade() }
         let body = {
             try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresLocks.namespace), \(PostgresLocks.historyCreation))", .none)
-            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier(connection.historySchema))", .none)
+            // Another session may have created it while this one waited for the lock.
+            guard try !exists() else { return try addMissingColumns() }
+            let privileges = try PostgresHistoryPrivileges(connection: connection)
+            try privileges.confirm()
+            if !privileges.schemaExists {
+                try connection.execute("CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier(connection.historySchema))", .none)
+            }
             try connection.execute("""
                 CREATE TABLE IF NOT EXISTS \(qualified) (
                     kind             text        NOT NULL CHECK (kind IN ('migration', 'seed')),
@@ -74,19 +102,43 @@ struct PostgresHistory: HistoryStorage {
                 CREATE TRIGGER strata_history_guard_truncate BEFORE TRUNCATE ON \(qualified)
                 FOR EACH STATEMENT EXECUTE FUNCTION \(guardFunction)()
                 """, .none)
+            try addMissingColumns()
         }
         if connection.isInTransaction { try connection.withSavepoint(body) } else { try connection.withTransaction(body) }
     }
 
+    /// Adds the columns an earlier version's table lacks, under the creation lock. A role that may write the table
+    /// but not alter it (it is not the owner) leaves it as it is: records that need none of the new columns are
+    /// written without them, and one that needs one is refused, naming it (`insert`).
+    private func upgrade() throws {
+        guard try presentAddedColumns().count < Self.addedColumns.count else { return }
+        let body = {
+            try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresLocks.namespace), \(PostgresLocks.historyCreation))", .none)
+            try addMissingColumns()
+        }
+        do {
+            if connection.isInTransaction { try connection.withSavepoint(body) } else { try connection.withTransaction(body) }
+        } catch let error as DatabaseError where error.kind == .authorization {
+            return
+        }
+    }
+
+    /// Adds the columns of `addedColumns` the table lacks (run under the creation lock).
+    private func addMissingColumns() throws {
+        for name in Self.addedColumns {
+            try connection.execute("ALTER TABLE \(qualified) ADD COLUMN IF NOT EXISTS \(name) text", .none)
+        }
+    }
+
     func all() throws -> [HistoryRecord] {
         guard try exists() else { return [] }
-        return try connection.rows("SELECT \(columns) FROM \(qualified) ORDER BY strata_history.applied_at, kind, identity", .none)
+        return try connection.rows("SELECT \(try columns()) FROM \(qualified) ORDER BY strata_history.applied_at, kind, identity", .none)
             .map(HistoryRecord.init(row:))
     }
 
     func record(kind: StepKind, identity: String) throws -> HistoryRecord? {
         guard try exists() else { return nil }
-        return try connection.rows("SELECT \(columns) FROM \(qualified) WHERE kind = $1 AND identity = $2",
+        return try connection.rows("SELECT \(try columns()) FROM \(qualified) WHERE kind = $1 AND identity = $2",
                                    [kind.rawValue, identity]).first.map(HistoryRecord.init(row:))
     }
 
@@ -103,23 +155,39 @@ struct PostgresHistory: HistoryStorage {
     }
 
     func write(_ record: HistoryRecord) throws {
+        // Inside a step's transaction the file's own `SET statement_timeout` / `lock_timeout` (pg_dump writes
+        // them) are in force: Strata's bookkeeping runs under the session's defaults instead, for the rest of the
+        // step's transaction only, so a file's 1 ms bound cannot fail the recording of the file it bounded.
+        if connection.isInTransaction {
+            try connection.executeSimple("SET LOCAL statement_timeout TO DEFAULT; SET LOCAL lock_timeout TO DEFAULT")
+        }
         if connection.holdsDeployLock { try connection.confirmDeployLockHeld() }
+        if try exists() { try upgrade() }
         try asWriter { try insert(record) }
     }
 
     private func insert(_ record: HistoryRecord) throws {
+        var columns = ["kind", "identity", "checksum", "checksum_version", "applied_at", "duration_ms", "row_count",
+                       "state", "tool_version", "applied_sql", "runner", "error"]
+        var values: [(any DatabaseValueConvertible)?] = [
+            record.kind.rawValue, record.identity, record.checksum, record.checksumVersion, record.appliedAt,
+            record.durationMs, record.rowCount, record.state.rawValue, record.toolVersion, record.appliedSQL,
+            record.runner, record.error]
+        let present = Set(try presentAddedColumns())
+        for (column, value) in [("earlier_checksums", record.earlierChecksumsText), ("runner_session", record.runnerSession)] {
+            if present.contains(column) {
+                columns.append(column)
+                values.append(value)
+            } else if value != nil {
+                throw DatabaseError(kind: .authorization, message: "\(qualified) has no column \(column), which the record of \(record.identity) needs (\(column == "runner_session" ? "a transaction=\"none\" step's running row names its session there" : "a reapply seed's earlier files are kept there")), and this role may not add it (it does not own the table): run strata once as the table's owner, or have the owner run ALTER TABLE \(qualified) ADD COLUMN IF NOT EXISTS \(column) text; nothing of the step was kept")
+            }
+        }
+        let placeholders = columns.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+        let updates = columns.dropFirst(2).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
         try connection.execute("""
-            INSERT INTO \(qualified) (kind, identity, checksum, checksum_version, applied_at, duration_ms, row_count,
-                                      state, tool_version, applied_sql, runner, error)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-            ON CONFLICT (kind, identity) DO UPDATE SET
-                checksum = excluded.checksum, checksum_version = excluded.checksum_version,
-                applied_at = excluded.applied_at, duration_ms = excluded.duration_ms, row_count = excluded.row_count,
-                state = excluded.state, tool_version = excluded.tool_version, applied_sql = excluded.applied_sql,
-                runner = excluded.runner, error = excluded.error
-            """, [record.kind.rawValue, record.identity, record.checksum, record.checksumVersion, record.appliedAt,
-                  record.durationMs, record.rowCount, record.state.rawValue, record.toolVersion, record.appliedSQL,
-                  record.runner, record.error])
+            INSERT INTO \(qualified) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))
+            ON CONFLICT (kind, identity) DO UPDATE SET \(updates)
+            """, StatementArguments(values.map { $0?.databaseValue ?? .null }))
     }
 
     func delete(kind: StepKind, identity: String) throws {

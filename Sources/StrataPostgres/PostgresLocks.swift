@@ -56,7 +56,7 @@ struct PostgresStepLocks: StepLocking {
         }
         guard try session.scalar("SELECT pg_try_advisory_lock($1::int4, $2::int4)", [PostgresLocks.namespace, key],
                                  as: Bool.self) == true else { return nil }
-        return PostgresStepClaim(connection: session, key: key)
+        return PostgresStepClaim(connection: session, key: key, runnerSession: try RunnerSession.current(connection))
     }
 
     /// True when any session (this one included) holds the step's lock, and whenever that cannot be told: on a
@@ -71,16 +71,114 @@ struct PostgresStepLocks: StepLocking {
                                  AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
             """, [PostgresLocks.namespace, key], as: Bool.self)) ?? true
     }
+
+    /// The claim's session is idle while the file runs on the main one, and a server may end an idle session
+    /// (`idle_session_timeout`, a script terminating idle sessions) with the runner alive: the lock is then gone, but
+    /// the session running the file, recorded in the row, is still there. Only when both are gone is the runner.
+    /// Where that cannot be told (a hot standby, catalogs this role may not read) the answer says why, and is not
+    /// "gone": a runner is never called dead on a guess.
+    func liveness(of record: HistoryRecord) -> RunnerLiveness {
+        let key = PostgresLocks.key(kind: record.kind, id: record.identity)
+        let row: Row?
+        do {
+            row = try connection.rows("""
+                SELECT pg_catalog.pg_is_in_recovery() AS standby,
+                       EXISTS (SELECT 1 FROM pg_catalog.pg_locks
+                               WHERE \(PostgresLocks.grantedCondition())
+                                 AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())) AS held
+                """, [PostgresLocks.namespace, key]).first
+        } catch {
+            return .notKnown("the lock table cannot be read here (\((error as? DatabaseError)?.message ?? "\(error)")); look as a role that may read pg_locks")
+        }
+        if (try? row?.get("standby", as: Bool.self)) ?? false {
+            return .notKnown("this is a hot standby, which sees neither the primary's locks nor its sessions; look on the primary")
+        }
+        if (try? row?.get("held", as: Bool.self)) ?? false { return .holdsLock }
+        guard let recorded = record.runnerSession else { return .gone }
+        guard let session = RunnerSession(recorded) else {
+            return .notKnown("its session is recorded as '\(recorded)', which this version of Strata cannot read")
+        }
+        return session.liveness(on: connection)
+    }
+}
+
+/// The server session a `transaction="none"` step runs on, as its `running` row records it:
+/// `pid N, user OID, connected T`. A pid alone could be a later session's, so the session's user and start are
+/// compared too. A role sees other roles' sessions' pids and users, not their start: a session of another user
+/// at that pid is a later one; one of the runner's own user whose start cannot be seen cannot be told from it.
+struct RunnerSession: Equatable {
+    let pid: Int64
+    /// The session user's oid (`usesysid`); nil in a record that does not name it.
+    let user: Int64?
+    /// `backend_start` as the server prints it (ISO, UTC: every Strata session runs with `TimeZone=UTC`).
+    let started: String
+
+    init(pid: Int64, user: Int64?, started: String) {
+        self.pid = pid
+        self.user = user
+        self.started = started
+    }
+
+    init?(_ text: String) {
+        var pid: Int64?
+        var user: Int64?
+        var started: String?
+        for part in text.components(separatedBy: ", ") {
+            if part.hasPrefix("pid ") { pid = Int64(part.dropFirst(4)) }
+            else if part.hasPrefix("user ") { user = Int64(part.dropFirst(5)) }
+            else if part.hasPrefix("connected ") { started = String(part.dropFirst(10)) }
+            else { return nil }
+        }
+        guard let pid, let started, !started.isEmpty else { return nil }
+        self.init(pid: pid, user: user, started: started)
+    }
+
+    var description: String {
+        "pid \(pid)" + (user.map { ", user \($0)" } ?? "") + ", connected \(started)"
+    }
+
+    /// This connection's own session.
+    static func current(_ connection: PostgresConnection) throws -> String? {
+        let rows = try connection.rows("""
+            SELECT pg_catalog.pg_backend_pid()::int8 AS pid, usesysid::int8 AS usesysid, backend_start::text AS started
+            FROM pg_catalog.pg_stat_activity WHERE pid = pg_catalog.pg_backend_pid()
+            """, .none)
+        guard let row = rows.first, let pid: Int64 = try row.get("pid"),
+              let started: String = try row.get("started", as: String?.self) else { return nil }
+        return RunnerSession(pid: pid, user: try row.get("usesysid", as: Int64?.self), started: started).description
+    }
+
+    /// Whether the session is still there on this database.
+    func liveness(on connection: PostgresConnection) -> RunnerLiveness {
+        let rows: [Row]
+        do {
+            rows = try connection.rows("""
+                SELECT backend_start IS NOT NULL AS visible, backend_start = $2::timestamptz AS same_start,
+                       usesysid::int8 AS usesysid
+                FROM pg_catalog.pg_stat_activity WHERE pid = $1::int4 AND datname = current_database()
+                """, [pid, started])
+        } catch {
+            return .notKnown("its session (pid \(pid)) cannot be looked up: pg_stat_activity cannot be read here (\((error as? DatabaseError)?.message ?? "\(error)")); look as a role that may read it")
+        }
+        guard let row = rows.first else { return .gone }
+        if (try? row.get("visible", as: Bool.self)) ?? false {
+            return (try? row.get("same_start", as: Bool.self)) == true ? .sessionConnected(description) : .gone
+        }
+        if let user, let other = try? row.get("usesysid", as: Int64?.self), other != user { return .gone }
+        return .notKnown("a session of the runner's user is connected with its pid (\(pid)), and this role may not see when it started, so it cannot be told from a later session that took the pid; look as the runner's role or a member of pg_read_all_stats")
+    }
 }
 
 final class PostgresStepClaim: StepClaim {
     let connection: PostgresConnection
     let key: Int32
+    let runnerSession: String?
     private var held = true
 
-    init(connection: PostgresConnection, key: Int32) {
+    init(connection: PostgresConnection, key: Int32, runnerSession: String?) {
         self.connection = connection
         self.key = key
+        self.runnerSession = runnerSession
     }
 
     func release() {

@@ -32,7 +32,7 @@ public final class PostgresPool: ConnectionPool {
         /// How long a call waits for a free connection before failing with `.busy`.
         public var checkoutTimeout: Duration
         /// How long each statement of a call may run before the server cancels it (`statement_timeout`, error
-        /// `.busy`, SQLSTATE 57014); nil: the server's setting. Calls may give their own.
+        /// `.statementTimeout`, SQLSTATE 57014); nil: the server's setting. Calls may give their own.
         public var statementTimeout: Duration?
 
         public init(size: Int = 10, checkoutTimeout: Duration = .seconds(30), statementTimeout: Duration? = nil) {

@@ -41,8 +41,10 @@ final class PostgresRehearsalStage: RehearsalStage {
     private var stepsEnded = 0
     /// The retries `migrate` would give a step that waited too long for a lock.
     private let lockRetries: Int
-    /// Why the step now running does not run as in `migrate` (`unlikeMigrate`), or nil.
-    private var currentUnlikeMigrate: String?
+    /// Whether the step now running may meet a constraint declared `INITIALLY DEFERRED` (`unlikeMigrate`).
+    private let deferred = PostgresDeferredWatch()
+    /// Whether a constraint the step now running failed on may be met otherwise in `migrate` (`stoppedByStage`).
+    private let constraints = PostgresConstraintWatch()
 
     private struct Counters {
         let name: String
@@ -78,6 +80,10 @@ final class PostgresRehearsalStage: RehearsalStage {
             connection.transactionOwner = "the rehearsal"
             connection.isRehearsing = true
             connection.rehearsalKeeps = kept
+            connection.rehearsalStatementWatch = { [deferred, constraints] statement in
+                deferred.saw(statement)
+                constraints.saw(statement)
+            }
             sequences = try readSequences()
             enumValuesAtStart = try enumValues()
         } catch {
@@ -99,8 +105,12 @@ final class PostgresRehearsalStage: RehearsalStage {
     /// What fails only because the steps share one transaction, where `migrate` commits each before the next:
     /// - a new enum value used in the transaction that added it (SQLSTATE 55P04), when an earlier step added one
     ///   (within one step it is `migrate`'s failure too);
-    /// - a lock not granted in time, when `migrate` would retry the step (the rehearsal does not, `options(for:)`);
-    /// - anything in a step that ran with deferred constraints checked at once (`unlikeMigrate`).
+    /// - a lock not granted in time, or a deadlock the step lost, when `migrate` would retry the step (the rehearsal
+    ///   does not, `options(for:)`);
+    /// - anything in a step that ran with deferred constraints checked at once (`unlikeMigrate`);
+    /// - a constraint refusing a row where `migrate` may not: one the failing step made, or one declared
+    ///   `INITIALLY DEFERRED`, checked at once after an earlier step; a unique key on a date/time column two steps
+    ///   may fill with their one `now()` (`PostgresConstraintWatch`).
     func stoppedByStage(_ failure: StepFailure) -> String? {
         if failure.databaseError?.code?.value == "55P04" {
             if let now = try? enumValues(), !now.subtracting(enumValuesAtStart).isEmpty {
@@ -110,7 +120,20 @@ final class PostgresRehearsalStage: RehearsalStage {
         if failure.databaseError?.kind == .lockNotAvailable, lockRetries > 0 {
             return "a lock was not granted within the lock timeout, and migrate would retry the step (\(lockRetries) time\(lockRetries == 1 ? "" : "s")) where the rehearsal does not"
         }
-        return currentUnlikeMigrate
+        if failure.databaseError?.kind == .deadlock, lockRetries > 0 {
+            return "the server broke a deadlock by failing the step, and migrate would retry the step (\(lockRetries) time\(lockRetries == 1 ? "" : "s")) where the rehearsal does not"
+        }
+        if let reason = deferred.reason { return reason }
+        guard let error = failure.databaseError else { return nil }
+        let before = counters
+        do {
+            return try constraints.reason(error, checkedAtOnce: stepsEnded > 0, writtenBefore: { oid in
+                before[oid].map { $0.inserted + $0.updated > 0 } ?? false
+            }, on: connection)
+        } catch {
+            // The catalog could not be read (the connection went): no verdict is better than a wrong one.
+            return "the constraint it failed on could not be looked up after the step was rolled back (\(error)), so whether migrate would meet it the same way is not known"
+        }
     }
 
     /// Every enum value of the database, by oid.
@@ -119,21 +142,9 @@ final class PostgresRehearsalStage: RehearsalStage {
     }
 
     /// After the first step every constraint is checked at once (`checkDeferredAsCommitWould`): a step that may
-    /// meet one declared `INITIALLY DEFERRED` (one exists as it begins, or its file says `DEFERRED`) runs unlike
-    /// `migrate`, which checks such a constraint, and fires such a trigger, at the step's commit.
-    func unlikeMigrate(_ step: PlanStep) -> String? { currentUnlikeMigrate }
-
-    /// A constraint declared `INITIALLY DEFERRED` exists, or the step is a file that says `DEFERRED` (it may create
-    /// one). A seed or a code step that creates one is not seen.
-    private func mayMeetDeferredConstraints(_ step: PlanStep) throws -> Bool {
-        if try connection.scalar("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint WHERE condeferred)", .none, as: Bool.self) == true {
-            return true
-        }
-        guard case .migration(let migration) = step else { return false }
-        // A file too large to be read ahead (or unreadable) may say it anywhere: taken to.
-        guard let bytes = migration.bytesReadAhead else { return true }
-        return String(decoding: bytes, as: UTF8.self).uppercased().contains("DEFERRED")
-    }
+    /// meet one declared `INITIALLY DEFERRED` (`PostgresDeferredWatch` says when) runs unlike `migrate`, which checks
+    /// such a constraint, and fires such a trigger, at the step's commit.
+    func unlikeMigrate(_ step: PlanStep) -> String? { deferred.reason }
 
     func reasonNotRehearsed(_ step: PlanStep) -> String? {
         guard case .migration(let migration) = step, !migration.runsInTransaction else { return nil }
@@ -141,9 +152,8 @@ final class PostgresRehearsalStage: RehearsalStage {
     }
 
     func willRun(_ step: PlanStep) throws {
-        currentUnlikeMigrate = try stepsEnded > 0 && mayMeetDeferredConstraints(step)
-            ? "constraints declared INITIALLY DEFERRED are checked at once in the rehearsal after its first step (one transaction cannot start afresh as each of migrate's does), where migrate checks them, and fires such triggers, at the step's commit"
-            : nil
+        try deferred.begin(step, checkedAtOnce: stepsEnded > 0, on: connection)
+        constraints.begin()
         try session.willRun(step.id)
         counters = try readCounters()
         relations = Set(try connection.rows("""
@@ -160,6 +170,7 @@ final class PostgresRehearsalStage: RehearsalStage {
     }
 
     func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock]) {
+        try deferred.ended(on: connection)
         stepsEnded += 1
         // Read before the rows of a table are counted below, which takes a lock of the rehearsal's own.
         let held = try readLocks().filter { lock in
@@ -231,6 +242,7 @@ final class PostgresRehearsalStage: RehearsalStage {
         connection.transactionOwner = nil
         connection.isRehearsing = false
         connection.rehearsalKeeps = nil
+        connection.rehearsalStatementWatch = nil
         if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
         connection.releaseDeployLock()
     }

@@ -17,9 +17,14 @@ extension PostgresSchema {
             var snapshot = SchemaSnapshot(backend: .postgresql)
             let columns = try snapshotColumns()
             let constraints = try snapshotConstraints()
+            let keys = try snapshotKeys(version: version)
             snapshot.tables = try tables(history: Self.history, historyArguments, version: version).map { table in
                 SchemaSnapshot.Table(name: table.name, columns: columns[table.name] ?? [],
-                                     constraints: constraints[table.name] ?? [], definition: table.text)
+                                     constraints: constraints[table.name] ?? [], definition: table.text,
+                                     foreignKeys: (keys.foreign[table.name] ?? []).sorted(),
+                                     uniqueKeys: (keys.unique[table.name] ?? []).sorted {
+                                         $0.joined(separator: "\0").utf8.lexicographicallyPrecedes($1.joined(separator: "\0").utf8)
+                                     })
             }
             snapshot.indexes = try snapshotIndexes()
             snapshot.views = try snapshotViews()
@@ -84,6 +89,49 @@ extension PostgresSchema {
         var constraints: [String: [String]] = [:]
         for row in rows { constraints[try row.get("table_name"), default: []].append(try row.get("definition")) }
         return constraints.mapValues { $0.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+    }
+
+    /// Every table's foreign keys (with both ends' columns) and UNIQUE constraints' columns, by qualified table name.
+    /// A key that references a partitioned table is one constraint; the copies PostgreSQL keeps for each of its
+    /// partitions on the same referencing table are left out (a partition's own copy of its parent's key is kept).
+    private func snapshotKeys(version: Int) throws
+        -> (foreign: [String: [SchemaSnapshot.ForeignKey]], unique: [String: [[String]]]) {
+        let copy = version >= 110_000
+            ? "EXISTS (SELECT 1 FROM pg_catalog.pg_constraint p WHERE p.oid = k.conparentid AND p.conrelid = k.conrelid)" : "false"
+        func names(_ numbers: String, of table: String) -> String {
+            """
+            (SELECT json_agg(a.attname::text ORDER BY u.position) FROM unnest(\(numbers)) WITH ORDINALITY u(number, position)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = \(table) AND a.attnum = u.number)::text
+            """
+        }
+        let rows = try connection.rows("""
+            SELECT format('%I.%I', n.nspname, c.relname) AS table_name, k.contype::text AS kind, k.conname::text AS name,
+                   \(names("k.conkey", of: "k.conrelid")) AS columns,
+                   CASE WHEN k.contype = 'f' THEN format('%I.%I', fn.nspname, f.relname) END AS referenced_table,
+                   CASE WHEN k.contype = 'f' THEN \(names("k.confkey", of: "k.confrelid")) END AS referenced_columns
+            FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class c ON c.oid = k.conrelid
+            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            LEFT JOIN pg_catalog.pg_class f ON f.oid = k.confrelid LEFT JOIN pg_catalog.pg_namespace fn ON fn.oid = f.relnamespace
+            WHERE k.contype IN ('f', 'u') AND NOT \(copy) AND \(tableFilter)
+            """, historyArguments)
+        let decoder = JSONDecoder()
+        func list(_ json: String?) throws -> [String] {
+            try json.map { try decoder.decode([String].self, from: Data($0.utf8)) } ?? []
+        }
+        var foreign: [String: [SchemaSnapshot.ForeignKey]] = [:]
+        var unique: [String: [[String]]] = [:]
+        for row in rows {
+            let table: String = try row.get("table_name")
+            let columns = try list(try row.get("columns"))
+            if try row.get("kind", as: String.self) == "u" {
+                unique[table, default: []].append(columns)
+            } else {
+                foreign[table, default: []].append(SchemaSnapshot.ForeignKey(
+                    name: try row.get("name"), columns: columns, referencedTable: try row.get("referenced_table"),
+                    referencedColumns: try list(try row.get("referenced_columns"))))
+            }
+        }
+        return (foreign, unique)
     }
 
     /// The indexes `text()` prints: those that back no constraint, with their key columns as the server prints them.

@@ -146,6 +146,10 @@ struct PostgresScript {
     /// How many bytes the reader holds now (tests check that it stays near a chunk).
     var bufferedByteCount: Int { buffer.count }
 
+    /// The absolute offset in the text (a BOM included) where reading continues: after a `.copy` piece or a
+    /// `\copy … from stdin` line, where its data starts (tests place COPY data in the text with it).
+    var offset: Int { cursor }
+
     // MARK: Pieces
 
     /// The next piece, or nil at the end.
@@ -241,17 +245,11 @@ struct PostgresScript {
             try readMore()
             return nil
         }
-        let line = buffer[(offset + 1 - base)..<(end - base)]
-        let isBlank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0C || $0 == 0x0B }
-        let name = line.prefix { !isBlank($0) && $0 != Byte.backslash }
-        var argument = line.dropFirst(name.count).drop(while: isBlank)
-        while let last = argument.last, isBlank(last) { argument = argument.dropLast() }
+        let (name, argument) = PostgresScriptRules.metaCommand(buffer[(offset + 1 - base)..<(end - base)])
         let at = position(at: offset)
-        let command = PostgresMetaCommand(name: String(decoding: name, as: UTF8.self),
-                                          argument: String(decoding: argument, as: UTF8.self),
-                                          line: at.line, column: at.column)
+        let command = PostgresMetaCommand(name: name, argument: argument, line: at.line, column: at.column)
         cursor = end
-        if command.name == "copy" && Self.readsStandardInput(command.argument) {
+        if PostgresScriptRules.readsCopyData(name: name, argument: argument) {
             // psql reads `\copy … from stdin` data from the script, from the next line on, as for COPY.
             while cursor < checkedEnd || !isAtEnd {
                 if cursor == checkedEnd { try readMore(); continue }
@@ -262,12 +260,6 @@ struct PostgresScript {
             copyDataLackedTerminator = false
         }
         return command
-    }
-
-    /// Whether a `\copy` argument reads `from stdin` (not `pstdin`, psql's own input).
-    private static func readsStandardInput(_ argument: String) -> Bool {
-        let words = argument.lowercased().split { " \t(),;".contains($0) }
-        return zip(words, words.dropFirst()).contains { $0 == "from" && $1 == "stdin" }
     }
 
     // MARK: COPY data
@@ -320,14 +312,14 @@ struct PostgresScript {
         case needMore
     }
 
-    /// The data line starting at absolute offset `start`. psql ends the data at a line that is exactly `\.` with
-    /// LF or CRLF; a last line `\.` without a line end ends it too (the server reads that as its end marker).
+    /// The data line starting at absolute offset `start`, or the `\.` line ending the data
+    /// (`PostgresScriptRules.copyTerminator`).
     private func copyLine(at start: Int) -> CopyLine {
         guard start < checkedEnd else { return isAtEnd ? .endOfData : .needMore }
         return buffer.withUnsafeBufferPointer { text in
             let i = start - base
             let end = checkedEnd - base
-            switch terminator(in: text, at: i, end: end) {
+            switch PostgresScriptRules.copyTerminator(in: text, at: i, end: end, isAtEnd: isAtEnd) {
             case .yes(let length): return .terminator(end: start + length)
             case .undecided: return .needMore
             case .no: break
@@ -336,31 +328,6 @@ struct PostgresScript {
             while j < end, text[j] != Byte.lineFeed { j += 1 }
             if j < end { return .line(end: base + j + 1) }
             return isAtEnd ? .line(end: base + end) : .needMore
-        }
-    }
-
-    private enum Terminator {
-        case yes(length: Int)
-        case no
-        /// The bytes read so far do not tell.
-        case undecided
-    }
-
-    private func terminator(in text: UnsafeBufferPointer<UInt8>, at i: Int, end: Int) -> Terminator {
-        let pattern = [Byte.backslash, Byte.dot]
-        for k in 0..<2 {
-            guard i + k < end else { return isAtEnd ? .no : .undecided }
-            guard text[i + k] == pattern[k] else { return .no }
-        }
-        guard i + 2 < end else { return isAtEnd ? .yes(length: 2) : .undecided }
-        switch text[i + 2] {
-        case Byte.lineFeed:
-            return .yes(length: 3)
-        case Byte.carriageReturn:
-            guard i + 3 < end else { return isAtEnd ? .yes(length: 3) : .undecided }
-            return text[i + 3] == Byte.lineFeed ? .yes(length: 4) : .no
-        default:
-            return .no
         }
     }
 

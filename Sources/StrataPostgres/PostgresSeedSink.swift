@@ -156,6 +156,10 @@ final class PostgresSeedSink: SeedSink {
                              rowsAfter: index % Self.checkpointInterval, column: refusal.column, error: refusal.error)
     }
 
+    /// Errors passed on as they are, not as the sync's: they say what stopped the statement (a lock, a timeout, a
+    /// cancel, a deadlock, a lost connection), and the runner decides on their kind (a deadlock's step is retried).
+    static let passedOn: Set<DatabaseError.Kind> = [.busy, .lockNotAvailable, .deadlock, .statementTimeout, .interrupted, .cannotOpen]
+
     /// Errors about the rows themselves: data exceptions, constraint violations, cardinality (a key twice in one
     /// command), a trigger's RAISE, a view's check option.
     static func isRowRefusal(_ error: DatabaseError) -> Bool {
@@ -288,7 +292,7 @@ final class PostgresSeedSink: SeedSink {
     private func deleteRowsNotInFile() throws {
         do {
             try connection.executeSimple("DELETE FROM \(target.qualifiedName) AS t WHERE NOT \(inFile("t"))")
-        } catch let error as DatabaseError where error.kind != .busy && error.kind != .lockNotAvailable && error.kind != .cannotOpen {
+        } catch let error as DatabaseError where !Self.passedOn.contains(error.kind) {
             throw SeedError(file: displayPath(step.path), line: nil, column: nil,
                             message: "sync could not delete rows missing from the file: \(error.message)")
         }

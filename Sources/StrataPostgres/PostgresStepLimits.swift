@@ -13,6 +13,7 @@ extension PostgresConnection {
             settings.append("\(set) statement_timeout = \(Self.milliseconds(statementTimeout))")
         }
         try executeSimple(settings.joined(separator: "; "))
+        try noteStatementTimeout(limits, insideTransaction: insideTransaction)
         lockWatch.arm(for: limits)
     }
 

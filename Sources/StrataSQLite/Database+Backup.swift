@@ -18,6 +18,14 @@ extension Database: BackupSource {
 
     public var backupFileMode: UInt32? { path.flatMap(DurableFiles.mode(of:)) }
 
+    /// The main database's page count × page size, as the backup API copies it; nil when it cannot be read.
+    public var backupByteCount: Int64? {
+        guard let pages = try? scalar("PRAGMA main.page_count", as: Int64.self),
+              let pageSize = try? scalar("PRAGMA main.page_size", as: Int64.self) else { return nil }
+        let (bytes, overflow) = pages.multipliedReportingOverflow(by: pageSize)
+        return overflow ? nil : bytes
+    }
+
     public func writeBackup(to path: String, checkingFirst check: () throws -> Void) throws {
         let destination = try Database(path: path, configuration: Configuration(busyTimeout: .zero, foreignKeys: false))
         defer { destination.close() }

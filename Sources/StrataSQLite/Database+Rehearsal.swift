@@ -14,11 +14,16 @@ final class SQLiteRehearsalStage: RehearsalStage {
     let summary: String
     /// The program's SQL functions (`createFunction`), by folded name: not defined on the copy.
     private let functionsLeftOut: Set<String>
+    /// What the steps need of the database's filesystem, when the copy is on another one.
+    private let roomWatch: RehearsalRoomWatch?
+    /// Why the step `didRun` last measured may not have in `migrate` the room it had here.
+    private var lastUnlikeMigrate: String?
 
     init(source: Database) throws {
         let copy = try RehearsalCopy(of: source)
         do {
             watch = try RowChangeWatch(copy.database)
+            roomWatch = try RehearsalRoomWatch(source: source, copy: copy)
         } catch {
             try? copy.remove()
             throw error
@@ -26,8 +31,9 @@ final class SQLiteRehearsalStage: RehearsalStage {
         self.copy = copy
         functionsLeftOut = Set(source.functions.values.map { $0.name.sqliteFolded })
         let holdsSomething = ((try? source.scalar("SELECT count(*) FROM sqlite_schema", as: Int.self)) ?? 0) > 0
+        let elsewhere = roomWatch.map { ", \($0.place)" } ?? ""
         summary = source.path.map {
-            "on a copy of \(displayPath($0)) (\(RehearsalCopy.size(copy.bytes))) in \(copy.directory), made with SQLite's online backup API and removed afterwards"
+            "on a copy of \(displayPath($0)) (\(RehearsalCopy.size(copy.bytes))) in \(copy.directory)\(elsewhere), made with SQLite's online backup API and removed afterwards"
         } ?? (holdsSomething
             ? "on a copy of the in-memory database (\(RehearsalCopy.size(copy.bytes))) in \(copy.directory), made with SQLite's online backup API and removed afterwards"
             : "on a new, empty database in \(copy.directory) (the database has no file yet), removed afterwards")
@@ -56,16 +62,36 @@ final class SQLiteRehearsalStage: RehearsalStage {
 
     func willRun(_ step: PlanStep) throws {
         watch.begin()
+        try roomWatch?.willRun()
+    }
+
+    func beforeCommit(_ step: PlanStep) throws {
+        try roomWatch?.beforeCommit()
     }
 
     func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock]) {
-        (try watch.finish(), [])
+        let tables = try watch.finish()
+        lastUnlikeMigrate = try roomWatch?.didRun(step, incrementalVacuum: watch.rules.incrementalVacuum)
+        return (tables, [])
     }
 
+    /// The copy is on another filesystem than the database's, and what the steps up to this one need of the
+    /// database's is more than it has free, or cannot be measured (`RehearsalRoomWatch`).
+    func unlikeMigrate(_ step: PlanStep) -> String? { lastUnlikeMigrate }
+
+    var room: String? { roomWatch?.summary }
+
     /// The copy's authorizer refused an `ATTACH` or `VACUUM INTO` the step ran (one found ahead is not run at all),
-    /// or the step called a function of the program's that the copy does not define.
+    /// the step called a function of the program's that the copy does not define, or the copy's filesystem was
+    /// full, which says nothing of the database's: the copy takes room of its own beside the database, or is on
+    /// another filesystem.
     func stoppedByStage(_ failure: StepFailure) -> String? {
         if let refused = watch.rules.refused { return refused }
+        if failure.databaseError?.kind == .diskFull {
+            return roomWatch == nil
+                ? "the rehearsal's copy ran out of room in \(copy.directory), where the copy itself takes \(RehearsalCopy.size(copy.bytes)) that migrate has free"
+                : "the rehearsal's copy ran out of room in \(copy.directory), another filesystem than the database's"
+        }
         let message = failure.message.lowercased()
         guard let missing = functionsLeftOut.first(where: { message.contains("no such function: \($0)") }) else { return nil }
         return "the program's SQL function \(missing) is not defined on the rehearsal's copy (its closure may read or write the connection it was defined on, the real database)"

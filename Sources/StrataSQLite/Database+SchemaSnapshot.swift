@@ -26,7 +26,9 @@ extension Database {
             case "table":
                 snapshot.tables.append(SchemaSnapshot.Table(name: name, columns: try snapshotColumns(of: name),
                                                             constraints: try snapshotConstraints(of: name, sql: sql),
-                                                            definition: definition))
+                                                            definition: definition,
+                                                            foreignKeys: try snapshotForeignKeys(of: name),
+                                                            uniqueKeys: try snapshotUniqueKeys(of: name)))
             case "index":
                 snapshot.indexes.append(try snapshotIndex(name, on: table, definition: definition))
             case "view":
@@ -95,6 +97,52 @@ extension Database {
             constraints.append(text)
         }
         return constraints.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// The foreign keys of `table` with both ends' columns as the tables spell them: SQLite keeps the parent and its
+    /// columns as the key wrote them (any case, or no columns for the parent's primary key), so each is looked up.
+    private func snapshotForeignKeys(of table: String) throws -> [SchemaSnapshot.ForeignKey] {
+        let rows = try query("""
+            SELECT id, "table", "from", "to" FROM pragma_foreign_key_list(?, 'main') ORDER BY id, seq
+            """, [table]).all()
+        var keys: [(id: Int, parent: String, from: [String], to: [String?])] = []
+        for row in rows {
+            let id: Int = try row.get(0)
+            let (from, to): (String, String?) = (try row.get(2), try row.get(3))
+            if keys.last?.id == id {
+                keys[keys.count - 1].from.append(from)
+                keys[keys.count - 1].to.append(to)
+            } else {
+                keys.append((id, try row.get(1), [from], [to]))
+            }
+        }
+        return try keys.map { key in
+            // A parent that is not there (SQLite lets a key name one) keeps the names the key wrote.
+            guard let parent = try scalar("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE",
+                                          [key.parent], as: String.self) else {
+                return SchemaSnapshot.ForeignKey(columns: key.from, referencedTable: key.parent, referencedColumns: key.to.compactMap { $0 })
+            }
+            let columns = try query("SELECT name, pk FROM pragma_table_info(?, 'main') ORDER BY cid", [parent]).all()
+                .map { (name: try $0.get(0, as: String.self), primaryKey: try $0.get(1, as: Int.self)) }
+            let referenced: [String]
+            if key.to.allSatisfy({ $0 == nil }) {
+                referenced = columns.filter { $0.primaryKey > 0 }.sorted { $0.primaryKey < $1.primaryKey }.map(\.name)
+            } else {
+                referenced = key.to.map { name in
+                    let name = name ?? ""
+                    return columns.first { $0.name.sqliteFolded == name.sqliteFolded }?.name ?? name
+                }
+            }
+            return SchemaSnapshot.ForeignKey(columns: key.from, referencedTable: parent, referencedColumns: referenced)
+        }.sorted()
+    }
+
+    /// The columns of each UNIQUE constraint of `table` (the indexes SQLite made for them), sorted.
+    private func snapshotUniqueKeys(of table: String) throws -> [[String]] {
+        try query("SELECT name FROM pragma_index_list(?, 'main') WHERE origin = 'u'", [table]).all().map { index in
+            try query("SELECT name FROM pragma_index_xinfo(?, 'main') WHERE key = 1 ORDER BY seqno",
+                      [try index.get(0, as: String.self)]).all().map { try $0.get(0, as: String?.self) ?? "<expression>" }
+        }.sorted { $0.joined(separator: "\0").utf8.lexicographicallyPrecedes($1.joined(separator: "\0").utf8) }
     }
 
     /// An index made by `CREATE INDEX`: its key columns (an expression as `<expression>`, ` DESC` when descending),

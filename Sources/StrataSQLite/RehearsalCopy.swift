@@ -145,18 +145,14 @@ final class RehearsalCopy {
         return "/tmp"
     }
 
-    private static func sameFilesystem(_ a: String, _ b: String) -> Bool {
+    /// Whether both paths exist and are on one filesystem.
+    static func sameFilesystem(_ a: String, _ b: String) -> Bool {
         var first = stat(), second = stat()
         return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev
     }
 
     /// Bytes an unprivileged process may still write on the filesystem holding `path`; nil when it cannot be told.
-    static func freeBytes(_ path: String) -> Int64? {
-        var info = statvfs()
-        guard statvfs(path, &info) == 0 else { return nil }
-        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
-        return overflow ? Int64.max : bytes
-    }
+    static func freeBytes(_ path: String) -> Int64? { FilesystemRoom.freeBytes(path) }
 
     /// A new directory in `parent`, locked; nil when it cannot be made.
     private static func makeDirectory(in parent: String) -> (directory: String, lock: Int32)? {
@@ -230,16 +226,7 @@ final class RehearsalCopy {
     }
 
     /// "48 KiB", "2.1 MiB".
-    static func size(_ bytes: Int64) -> String {
-        let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return unit == 0 ? "\(bytes) bytes" : printfFormat(value < 10 ? "%.1f" : "%.0f", value) + " " + units[unit]
-    }
+    static func size(_ bytes: Int64) -> String { FilesystemRoom.size(bytes) }
 }
 
 /// The rehearsal's copy could not be removed: the message says what is left and where.

@@ -12,8 +12,9 @@ import Darwin
 import StrataCore
 
 /// What the authorizer does on a rehearsal's copy, whatever the script rules say: every `DELETE` deletes row by row,
-/// tables a statement creates, drops, alters or deletes from are noted, and a file that would be attached (by
-/// `ATTACH`, or by `VACUUM INTO`, which attaches its target) is refused.
+/// tables a statement creates, drops, alters or deletes from are noted, so is a `PRAGMA incremental_vacuum` (it
+/// gives pages back inside a transaction, `RehearsalRoomWatch`), and a file that would be attached (by `ATTACH`,
+/// or by `VACUUM INTO`, which attaches its target) is refused.
 ///
 /// Row by row, because SQLite empties a table for `DELETE FROM t` without `WHERE` (no triggers, no foreign keys)
 /// with its truncate optimisation, which reports no row to the update hook; an authorizer that answers
@@ -39,12 +40,16 @@ final class RehearsalRules {
 
     /// What this rule refused since `begin()`: a statement `migrate` would run, which the rehearsal stopped.
     private(set) var refused: String?
+    /// A `PRAGMA incremental_vacuum` was prepared since `begin()`: the file may have shrunk inside the step's
+    /// transaction, before the page count read at its commit.
+    private(set) var incrementalVacuum = false
 
     func begin() {
         rebuilt = []
         altered = []
         written = []
         refused = nil
+        incrementalVacuum = false
     }
 
     /// The table or view a `DROP` statement being compiled drops: SQLite asks about `SQLITE_DELETE` of it right after
@@ -75,6 +80,9 @@ final class RehearsalRules {
         case SQLITE_ALTER_TABLE:
             // The database, then the table.
             if first == nil || first == "main", let table = second { altered.insert(table.sqliteFolded) }
+            return .allow
+        case SQLITE_PRAGMA:
+            if first?.sqliteFolded == "incremental_vacuum" { incrementalVacuum = true }
             return .allow
         case SQLITE_ATTACH:
             // SQLite names the file only when it is a literal: an expression (`'/srv/app' || '.sqlite'`) or a

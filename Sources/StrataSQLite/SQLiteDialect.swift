@@ -25,4 +25,7 @@ public struct SQLiteDialect: SQLDialect {
     public func lint(_ bytes: [UInt8], insideTransaction: Bool) -> [LintFinding] {
         SQLLint.findings(in: bytes, insideTransaction: insideTransaction)
     }
+
+    /// Version 2: line endings inside literals as `SQLScanner` (SQLite's tokenizer) reads them are data.
+    public var checksumVersion: Int { 2 }
 }

@@ -40,7 +40,7 @@ extension DatabaseError {
 
     private static func sqliteCode(of kind: Kind) -> Int32 {
         switch kind {
-        case .busy, .lockNotAvailable: SQLITE_BUSY
+        case .busy, .lockNotAvailable, .deadlock: SQLITE_BUSY
         case .constraint: SQLITE_CONSTRAINT
         case .readOnly: SQLITE_READONLY
         case .diskFull: SQLITE_FULL
@@ -49,7 +49,7 @@ extension DatabaseError {
         case .conversion: SQLITE_MISMATCH
         case .cannotOpen: SQLITE_CANTOPEN
         case .authorization: SQLITE_AUTH
-        case .interrupted: SQLITE_INTERRUPT
+        case .interrupted, .statementTimeout: SQLITE_INTERRUPT
         case .other: SQLITE_IOERR
         }
     }

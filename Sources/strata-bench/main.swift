@@ -8,6 +8,7 @@ import Strata
 //   swift run -c release strata-bench decode --postgres [--rows N] [--insert-rows N] [--repeat N]
 //   swift run -c release strata-bench stream [--csv-mb 1024] [--sql-mb 100]
 //   swift run -c release strata-bench pool [--readers 8] [--queries N] [--rounds N] [--rows N]
+//   swift run -c release strata-bench checksum [--mb 200] [--rounds 3]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
@@ -32,6 +33,8 @@ do {
         try PoolBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "stream":
         try StreamBenchmark(arguments: Array(arguments.dropFirst())).run()
+    case "checksum":
+        try ChecksumBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "decode-only":
         // Internal: decoding alone, for profiling.
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).profileDecode()
@@ -40,7 +43,7 @@ do {
     case "decode":
         try DecodeBenchmark(arguments: Array(arguments.dropFirst())).run()
     default:
-        print("usage: strata-bench seed [--rows N] [--quick] | seed --postgres [--rows N] [--rounds N] | decode [--postgres] [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N] | pool [--readers N] [--queries N] [--rounds N] [--rows N]")
+        print("usage: strata-bench seed [--rows N] [--quick] | seed --postgres [--rows N] [--rounds N] | decode [--postgres] [--rows N] [--repeat N] | stream [--csv-mb N] [--sql-mb N] | pool [--readers N] [--queries N] [--rounds N] [--rows N] | checksum [--mb N] [--rounds N]")
         exit(2)
     }
 } catch {

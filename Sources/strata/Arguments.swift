@@ -20,10 +20,12 @@ struct CommandSpec {
     let flags: Set<String>
     let positionals: ClosedRange<Int>
     let details: String
+    /// What its `--format` takes.
+    let formats: [String]
 
     init(name: String, summary: String, usage: String, valueOptions: Set<String> = [],
          repeatableOptions: Set<String> = [], flags: Set<String> = [], positionals: ClosedRange<Int> = 0...0,
-         details: String = "") {
+         details: String = "", formats: [String] = Invocation.formats) {
         self.name = name
         self.summary = summary
         self.usage = usage
@@ -32,6 +34,7 @@ struct CommandSpec {
         self.flags = flags.union(["quiet", "help"])
         self.positionals = positionals
         self.details = details
+        self.formats = formats
     }
 }
 
@@ -46,7 +49,7 @@ struct Invocation {
     func all(_ name: String) -> [String] { values[name] ?? [] }
     func has(_ name: String) -> Bool { flags.contains(name) }
 
-    /// What `--format` takes.
+    /// What `--format` takes (`CommandSpec.formats` for a command that takes more).
     static let formats = ["text", "json"]
 
     /// Parses `--name value`, `--name=value` and `--flag`; `--` ends the options.
@@ -94,8 +97,9 @@ struct Invocation {
             }
             throw UsageError("missing argument; usage: \(spec.usage)")
         }
-        if let format = invocation.value("format"), !formats.contains(format) {
-            throw UsageError("--format must be 'text' or 'json', not '\(format)'")
+        if let format = invocation.value("format"), !spec.formats.contains(format) {
+            let quoted = spec.formats.map { "'\($0)'" }
+            throw UsageError("--format must be \(quoted.dropLast().joined(separator: ", ")) or \(quoted.last ?? ""), not '\(format)'")
         }
         return invocation
     }

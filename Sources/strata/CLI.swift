@@ -45,25 +45,32 @@ enum CLI {
         Put one back with 'strata restore BACKUP --database D'.
         """
 
+    static let newHistoryHelp = """
+        --new-history  this database's history starts here (PostgreSQL): a Strata history in another schema is
+                       another application's, even where it records files like these. Without it, a first run
+                       refuses (exit 3, history-elsewhere) when another history records these steps or cannot be read.
+        """
+
     static let commands: [CommandSpec] = [
         CommandSpec(name: "validate", summary: "check a manifest, the files it names and their SQL",
                     usage: "strata validate --manifest PATH", valueOptions: ["manifest"],
                     details: "Exit 0 with a summary when valid; exit 1 listing every problem as path:line:column: message."),
         CommandSpec(name: "migrate", summary: "apply every pending migration and seed, in plan order",
-                    usage: "strata migrate --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS] [--plan-id ID] \(backupOptionsUsage) \(stepOptionsUsage)",
-                    valueOptions: manifestOptions.union(["timeout", "plan-id"]).union(stepOptions).union(backupOptions),
-                    repeatableOptions: ["context"], flags: ["strict-order", "no-backup"],
-                    details: "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id.\n\n"
-                        + backupOptionsHelp + "\n\n" + stepOptionsHelp),
+                    usage: "strata migrate --manifest PATH [--database PATH] [--context NAME]... [--to ID] [--strict-order] [--timeout SECONDS] [--plan-id ID] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout", "plan-id", "to"]).union(stepOptions).union(backupOptions),
+                    repeatableOptions: ["context"], flags: ["strict-order", "no-backup", "new-history"],
+                    details: "--to ID applies the pending steps up to and including ID (plan order); later ones stay pending. An ID no step has is a usage error (exit 2) naming the nearest.\n"
+                        + "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id, and fails a step whose file changed after that check.\n\n"
+                        + newHistoryHelp + "\n\n" + backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "seed", summary: "apply pending seed sets only",
-                    usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
                     valueOptions: manifestOptions.union(["timeout"]).union(stepOptions).union(backupOptions),
-                    repeatableOptions: ["context"], flags: ["no-backup"],
+                    repeatableOptions: ["context"], flags: ["no-backup", "new-history"],
                     details: backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "rehearse", summary: "run the pending plan where nothing is kept and report what migrate would do",
-                    usage: "strata rehearse --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--timeout SECONDS] [--lock-timeout SECONDS] [--statement-timeout SECONDS]",
-                    valueOptions: manifestOptions.union(["timeout", "lock-timeout", "statement-timeout"]),
-                    repeatableOptions: ["context"], flags: ["strict-order"],
+                    usage: "strata rehearse --manifest PATH [--database PATH] [--context NAME]... [--to ID | --rollback-steps N | --rollback-to ID] [--strict-order] [--timeout SECONDS] [--lock-timeout SECONDS] [--statement-timeout SECONDS] [--new-history] \(backupOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout", "lock-timeout", "statement-timeout", "to", "rollback-steps", "rollback-to"]).union(backupOptions),
+                    repeatableOptions: ["context"], flags: ["strict-order", "no-backup", "new-history"],
                     details: """
                         Applies the pending plan to a throwaway copy of a SQLite database (made with SQLite's online backup
                         API, in a temporary directory, removed afterwards), or on PostgreSQL inside one transaction that is
@@ -72,16 +79,34 @@ enum CLI {
                         transaction="none" steps are not rehearsed on PostgreSQL. Writes nothing to the database.
                         --lock-timeout SECONDS (PostgreSQL): how long a step's statement may wait for a lock (default 5);
                         a step that gives up fails the rehearsal (migrate would retry it).
-                        Exit 0 when the plan would succeed, 1 when a step would fail, 3 when refused, 4 when a step failed
-                        after a step that was not rehearsed (whether migrate would fail there is not known).
+                        The backup migrate would take first (--backup DIR, --keep N, or the manifest's <database backup>;
+                        --no-backup leaves it out) is not taken: whether it fits the free space where it goes is judged.
+                        Exit 0 when the plan would succeed, 1 when a step or the backup would fail, 3 when refused, 4 when
+                        that is not known (a step failed after one that was not rehearsed, ran unlike migrate, or the
+                        backup's room cannot be judged; the message says why).
                         """),
         CommandSpec(name: "status", summary: "show every step: applied, pending, drifted, missing or dirty",
-                    usage: "strata status --manifest PATH [--database PATH] [--context NAME]...",
-                    valueOptions: manifestOptions, repeatableOptions: ["context"],
+                    usage: "strata status --manifest PATH [--database PATH] [--context NAME]... [--new-history]",
+                    valueOptions: manifestOptions, repeatableOptions: ["context"], flags: ["new-history"],
                     details: "Exit 3 when a step is drifted, missing or dirty."),
         CommandSpec(name: "plan", summary: "show what migrate would do, writing nothing",
-                    usage: "strata plan --manifest PATH [--database PATH] [--context NAME]... [--strict-order] [--sql]",
-                    valueOptions: manifestOptions, repeatableOptions: ["context"], flags: ["sql", "strict-order"]),
+                    usage: "strata plan --manifest PATH [--database PATH] [--context NAME]... [--to ID] [--strict-order] [--sql] [--new-history]",
+                    valueOptions: manifestOptions.union(["to"]), repeatableOptions: ["context"], flags: ["sql", "strict-order", "new-history"]),
+        CommandSpec(name: "rollback", summary: "undo the last N applied migrations, or those after ID, newest first",
+                    usage: "strata rollback --manifest PATH [--database PATH] (--steps N | --to ID) [--dry-run] [--timeout SECONDS] [--plan-id ID] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout", "plan-id", "steps", "to"]).union(stepOptions).union(backupOptions),
+                    flags: ["dry-run", "no-backup"],
+                    details: """
+                        Runs the downs of the applied migrations after ID (--to ID: ID stays applied), or of the last N
+                        (--steps N), newest first, each in its own transaction with the removal of its history row (an audit
+                        row records what was rolled back and when), under the deployers' lock. Refused before anything runs
+                        (exit 3) when a migration in the range has no down (reason no-down), has changed since it was applied
+                        (drift), is no longer in the manifest (missing), is a code step without a registered down, or when a
+                        step is dirty. A rolled-back step reads pending again; the next migrate applies it as new. Seeds whose
+                        tables a down drops read pending with it; repeatable migrations are never rolled back.
+                        --dry-run prints the plan of downs (with its plan id for --plan-id) and runs nothing. A down that
+                        fails leaves its step applied and the database as before it (exit 1).
+                        """ + "\n\n" + backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "baseline", summary: "record every step up to FILE as applied without running it",
                     usage: "strata baseline --through FILE --manifest PATH [--database PATH] [--context NAME]...",
                     valueOptions: manifestOptions.union(["through"]), repeatableOptions: ["context"]),
@@ -113,7 +138,16 @@ enum CLI {
                     usage: "strata check --manifest PATH [--database PATH]", valueOptions: manifestOptions,
                     details: "Exit 3 listing every problem as path:line: message."),
         CommandSpec(name: "schema", summary: "print the database's schema in a stable order, for diffing",
-                    usage: "strata schema [--database PATH | --manifest PATH]", valueOptions: manifestOptions),
+                    usage: "strata schema [--database PATH | --manifest PATH] [--format text|json|mermaid|dot]",
+                    valueOptions: manifestOptions,
+                    details: """
+                        --format text (the default) prints one statement per object; json also the schema as a snapshot
+                        'strata diff --schema' reads back; mermaid and dot print the tables, their columns (type, primary
+                        key, foreign key, UNIQUE, NOT NULL) and foreign keys as an entity-relationship diagram: a Mermaid
+                        erDiagram (Mermaid 10.5 or later), or a Graphviz digraph ('strata schema --format dot | dot -Tsvg').
+                        Strata's history table is left out of every form.
+                        """,
+                    formats: ["text", "json", "mermaid", "dot"]),
         CommandSpec(name: "diff", summary: "compare two schemas: databases, or a database and a schema file",
                     usage: "strata diff --database A (--database B | --schema FILE) [--manifest PATH]",
                     valueOptions: ["manifest"], repeatableOptions: ["database", "schema"],
@@ -239,7 +273,7 @@ enum CLI {
             let code: Int32
             switch error {
             case .refused: code = ExitCode.refused
-            case .noDatabase: code = ExitCode.usage
+            case .noDatabase, .unknownStep: code = ExitCode.usage
             case .lockTimeout, .invalidStep: code = ExitCode.stepFailed
             }
             output?.object(Commands.json(error, command: spec.name))

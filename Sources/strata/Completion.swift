@@ -69,7 +69,16 @@ enum Completion {
             script += "        \(options.joined(separator: "|"))) \(reply(value)); return ;;\n"
         }
         for (name, value) in kinds.sorted(by: { $0.key < $1.key }) {
-            if case .words = value { script += "        --\(name)) \(reply(value)); return ;;\n" }
+            guard case .words = value else { continue }
+            // A command whose --format takes more than the others' offers its own words.
+            let own = name == "format" ? CLI.commands.filter { $0.formats != Invocation.formats } : []
+            if own.isEmpty {
+                script += "        --\(name)) \(reply(value)); return ;;\n"
+            } else {
+                script += "        --\(name)) case $command in "
+                    + own.map { "\($0.name)) \(reply(.words($0.formats))) ;; " }.joined()
+                    + "*) \(reply(value)) ;; esac; return ;;\n"
+            }
         }
         script += """
                 esac

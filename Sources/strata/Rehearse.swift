@@ -12,6 +12,11 @@ extension Commands {
         let target = try target(manifest)
         let path = target.name
         var options = try self.options
+        // migrate's backup, judged rather than taken; refused where migrate refuses it, before connecting.
+        options.backup = try backupOptions(manifest)
+        if options.backup != nil, let refusal = DatabaseTargets.backupRefusal(for: target) {
+            throw MigrationError.refused([refusal])
+        }
         let signals = StopSignals(command: "rehearse")
         options.cancellation = signals.cancellation
         let database: any MigrationDatabase
@@ -43,6 +48,9 @@ extension Commands {
                        "notRehearsedUpToFailure": .array(report.notRehearsedUpToFailure.map(JSON.string)),
                        "failureNotKnownBecause": report.failureNotKnownBecause.map(JSON.string) ?? .null,
                        "rehearsedUnlikeMigrate": .array(report.rehearsedUnlikeMigrate.map(JSON.string)),
+                       "rehearsedAfterNotRehearsed": .array(report.rehearsedAfterNotRehearsed.map(JSON.string)),
+                       "room": report.room.map(JSON.string) ?? .null,
+                       "backup": report.backup.map(Self.json) ?? .null,
                        "schemaChanges": .array(report.schemaChanges.map(Self.json)),
                        "sequences": .array(report.sequences.map(Self.json)),
                        "sessionLeftovers": .array(report.sessionLeftovers.map(Self.json)),
@@ -56,6 +64,8 @@ extension Commands {
             output.line(Self.rehearsedLines(step, width: width))
             if step.outcome == .failed, let failure = report.failure { output.line("      \(failure)") }
         }
+        if let room = report.room { output.line("room: \(room)") }
+        if let backup = report.backup { output.line("backup: \(backup.note)") }
         if !report.schemaChanges.isEmpty {
             output.line("schema changes (\(report.schemaChanges.count)):")
             for change in report.schemaChanges { output.line(Self.line(change)) }
@@ -80,31 +90,69 @@ extension Commands {
             output.error("strata rehearse: stopped by \(StopSignals.name(number)) after \(counted(applied, "step")); not rehearsed: \(report.notRun.joined(separator: ", ")). Nothing was changed.")
             return 128 + number
         }
+        if let backup = report.backup, backup.outcome == .wouldFail {
+            if let failure = report.failure { output.error("strata rehearse: \(failure)") }
+            output.error("strata rehearse: migrate would fail before its first step: \(backup.note). Nothing was changed.")
+            return ExitCode.stepFailed
+        }
+        let backupNotKnown = report.backup.flatMap { $0.outcome == .notKnown ? $0.note : nil }
         if let failure = report.failure {
             output.error("strata rehearse: \(failure)")
             guard report.wouldFail else {
                 let before = report.notRehearsedUpToFailure.filter { $0 != failure.id }
+                let skipped = before.filter { id in report.notRehearsed.contains { $0.id == id } }
+                let unlike = before.filter { !skipped.contains($0) }
                 var why: [String] = []
-                if !before.isEmpty {
-                    why.append("it failed here after \(before.joined(separator: ", ")), which \(before.count == 1 ? "was" : "were") not rehearsed, and may need what \(before.count == 1 ? "that step does" : "those steps do")")
+                if !skipped.isEmpty {
+                    why.append("it failed here after \(skipped.joined(separator: ", ")), which \(skipped.count == 1 ? "was" : "were") not rehearsed, and may need what \(skipped.count == 1 ? "that step does" : "those steps do")")
+                }
+                if !unlike.isEmpty {
+                    why.append("it failed here after \(unlike.joined(separator: ", ")), which ran unlike migrate (see \(unlike.count == 1 ? "its note" : "their notes"))")
                 }
                 if let reason = report.failureNotKnownBecause {
                     why.append(reason)
                 }
+                if let backupNotKnown { why.append("and before it, \(backupNotKnown)") }
                 output.error("  whether migrate would fail at \(failure.id) is not known: \(why.joined(separator: "; ")). Nothing was changed.")
                 return ExitCode.notKnown
             }
-            output.error("  migrate would fail at \(failure.id): it would apply \(counted(applied, "step")) before it and stop there\(untried). Nothing was changed.")
+            let first = backupNotKnown.map { " (unless its backup fails first: \($0))" } ?? ""
+            output.error("  migrate would fail at \(failure.id)\(first): it would apply \(counted(applied, "step")) before it and stop there\(untried). Nothing was changed.")
             return ExitCode.stepFailed
         }
-        if !report.rehearsedUnlikeMigrate.isEmpty {
-            output.error("strata rehearse: every step ran, but whether migrate would succeed is not known: \(report.rehearsedUnlikeMigrate.joined(separator: ", ")) ran unlike migrate (see \(report.rehearsedUnlikeMigrate.count == 1 ? "its note" : "their notes")). Nothing was changed.")
+        if !report.successNotKnown.isEmpty || backupNotKnown != nil {
+            let why = (report.successNotKnown.isEmpty ? [] : [Self.whySuccessNotKnown(report)]) + (backupNotKnown.map { [$0] } ?? [])
+            output.error("strata rehearse: every rehearsed step ran, but whether migrate would succeed is not known: \(why.joined(separator: "; ")). Nothing was changed.")
             return ExitCode.notKnown
         }
         if !report.steps.isEmpty {
             output.line("migrate would apply \(counted(applied, "step")) to \(path)\(untried). Nothing was changed.")
         }
         return ExitCode.success
+    }
+
+    /// `003_b.sql ran after 002_a.sql, which was not rehearsed, …; 004_c.sql ran unlike migrate (see its note)`.
+    static func whySuccessNotKnown(_ report: RehearsalReport) -> String {
+        var why: [String] = []
+        // Steps after the same steps not rehearsed, together.
+        var groups: [(skipped: [String], steps: [String])] = []
+        for step in report.steps where report.rehearsedAfterNotRehearsed.contains(step.id) {
+            if let last = groups.indices.last, groups[last].skipped == step.notRehearsedBefore {
+                groups[last].steps.append(step.id)
+            } else {
+                groups.append((step.notRehearsedBefore, [step.id]))
+            }
+        }
+        for group in groups {
+            let one = group.skipped.count == 1
+            let those = one ? "that step does" : "those steps do"
+            why.append("\(group.steps.joined(separator: ", ")) ran after \(group.skipped.joined(separator: ", ")), which \(one ? "was" : "were") not rehearsed: without what \(those) first in migrate, so \(group.steps.count == 1 ? "it" : "each") may succeed here only for that")
+        }
+        let unlike = report.rehearsedUnlikeMigrate
+        if !unlike.isEmpty {
+            why.append("\(unlike.joined(separator: ", ")) ran unlike migrate (see \(unlike.count == 1 ? "its note" : "their notes"))")
+        }
+        return why.joined(separator: "; ")
     }
 
     /// `  applied  migration  005_x.sql  3 ms`, then a line per table changed and per lock taken.
@@ -151,7 +199,14 @@ extension Commands {
         ["kind": .string(step.kind.rawValue), "id": .string(step.id), "reason": .string(step.reason.rawValue),
          "outcome": .string(step.outcome.rawValue), "durationMs": .optional(step.durationMs), "rows": .optional(step.rowCount),
          "tables": .array(step.tables.map(json)), "locks": .array(step.locks.map(json)),
-         "heldLocks": .array(step.heldLocks.map(json)), "note": .optional(step.note)]
+         "heldLocks": .array(step.heldLocks.map(json)),
+         "notRehearsedBefore": .array(step.notRehearsedBefore.map(JSON.string)), "note": .optional(step.note)]
+    }
+
+    static func json(_ backup: RehearsedBackup) -> JSON {
+        ["directory": .string(displayPath(backup.directory)), "outcome": .string(backup.outcome.rawValue),
+         "bytes": backup.bytes.map { .integer($0) } ?? .null, "free": backup.free.map { .integer($0) } ?? .null,
+         "note": .string(backup.note)]
     }
 
     static func json(_ lock: HeldLock) -> JSON {

@@ -18,7 +18,8 @@ enum ExitCode {
     static let refused: Int32 = 3
     /// `diff`: the two schemas differ (the same code as a refusal: a deploy script stops on either).
     static let schemasDiffer: Int32 = 3
-    /// `rehearse`: a step failed after one that was not rehearsed, so whether `migrate` would fail is not known.
+    /// `rehearse`: whether `migrate` would succeed or fail is not known (a step not rehearsed before a result, a step
+    /// run unlike `migrate`, a backup whose room cannot be judged); the message says why.
     static let notKnown: Int32 = 4
 }
 

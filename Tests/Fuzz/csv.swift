@@ -1,4 +1,5 @@
 // libFuzzer target: the streaming CSV reader and the seed value parsers, on arbitrary bytes.
+@testable import StrataFuzz
 import Foundation
 
 private let path = FileManager.default.temporaryDirectory.appendingPathComponent("strata-fuzz-\(getpid()).csv").path

@@ -1,4 +1,5 @@
 // libFuzzer target: the row decoder, decoding rows of arbitrary column values into a struct.
+@testable import StrataFuzz
 import Foundation
 
 private enum Kind: String, Codable { case a, b }

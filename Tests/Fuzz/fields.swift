@@ -1,6 +1,7 @@
 // libFuzzer target: the seed field parsers and the value conversions themselves, on arbitrary bytes and on
 // extreme numbers (Int64.min/max seconds, NaN and huge reals, 20-digit migration prefixes). The csv target only
 // reaches the parsers through what the reader yields; this one also drives the formatters and converters.
+@testable import StrataFuzz
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,5 +1,6 @@
 // libFuzzer target: the manifest loader (libxml2 parsing, schema validation, checks) on arbitrary XML text, and the
 // up/down section reader of every migration format on the same bytes taken as a migration file.
+@testable import StrataFuzz
 import Foundation
 
 private let fixtures: String = {

@@ -1,5 +1,6 @@
 // libFuzzer target: the SQL script runner (and the lint scanner) on arbitrary text, in an in-memory database; and
 // the statement scanner checked against SQLite's own sqlite3_complete on every statement it ends.
+@testable import StrataFuzz
 import CSQLite
 import Foundation
 
@@ -12,6 +13,7 @@ public func fuzzScript(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     checkBoundariesAgreeWithSQLite(bytes)
     _ = try? Checksum.of(bytes)
     _ = try? Checksum.of(bytes, content: .csv)
+    _ = try? Checksum.of(bytes, version: 3)
     guard let db = try? Database(.inMemory) else { return 0 }
     // Bound the work a single input can ask for (recursive CTEs, huge blobs) so hangs are real findings.
     sqlite3_progress_handler(db.handle, 100_000, { _ in 1 }, nil)

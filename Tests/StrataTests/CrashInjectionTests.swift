@@ -21,7 +21,11 @@ final class CrashInjectionTests: XCTestCase {
         }
     }
 
-    static let seedRows = 100_000
+    /// `STRATA_LONG_TESTS=1`: the long run, with 100 trials per backend on the full-size data; by default 20
+    /// trials on a fifth of it, the same phases (every kill moment still lands somewhere in the run).
+    static let isLong = ProcessInfo.processInfo.environment["STRATA_LONG_TESTS"] == "1"
+    static let seedRows = isLong ? 100_000 : 20_000
+    static let extraRows = isLong ? 200_000 : 40_000
 
     static func manifest(_ backend: TestBackend, root: URL) -> String {
         """
@@ -37,7 +41,7 @@ final class CrashInjectionTests: XCTestCase {
             "sql/001_items.sql": "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL);\nCREATE TABLE log (message TEXT);",
             "sql/002_index.sql": "CREATE INDEX items_name ON items (name);\n" + backend.crashItemsLogTrigger,
             "sql/003_none.sql": backend.crashStatementOutsideTransactions,
-            "sql/004_extra.sql": "CREATE TABLE extra (n INTEGER);\nWITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 200000)\nINSERT INTO extra SELECT n FROM c;\nUPDATE extra SET n = n + 1;",
+            "sql/004_extra.sql": "CREATE TABLE extra (n INTEGER);\nWITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < \(extraRows))\nINSERT INTO extra SELECT n FROM c;\nUPDATE extra SET n = n + 1;",
         ]
     }
 
@@ -55,7 +59,7 @@ final class CrashInjectionTests: XCTestCase {
     }
 
     func testSIGKILLAtRandomMomentsLosesNothing() throws {
-        let trials = Int(ProcessInfo.processInfo.environment["STRATA_CRASH_TRIALS"] ?? "") ?? 50
+        let trials = Int(ProcessInfo.processInfo.environment["STRATA_CRASH_TRIALS"] ?? "") ?? (Self.isLong ? 100 : 20)
         let seed = UInt64(ProcessInfo.processInfo.environment["STRATA_CRASH_SEED"] ?? "") ?? 0x5EED
         let csv = Self.csv()
 
@@ -73,7 +77,10 @@ final class CrashInjectionTests: XCTestCase {
             var killedIn: [String: Int] = [:]
             for trial in 1...trials {
                 let project = try startingProject(backend, csv: csv)
-                let delay = Double(random.next() % span) / 1000
+                // Stratified: trial k's moment falls in the k-th of `trials` equal slices of the run, at a random place
+                // in it, so even a short run of trials covers the whole run and no phase is missed by chance.
+                let slice = max(span / UInt64(trials), 1)
+                let delay = Double(UInt64(trial - 1) * span / UInt64(trials) + random.next() % slice) / 1000
                 let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath, "--database", project.location],
                                                       in: project.root)
                 Thread.sleep(forTimeInterval: delay)
@@ -184,7 +191,7 @@ final class CrashInjectionTests: XCTestCase {
         XCTAssertEqual(items, recorded.contains("items.csv") ? Self.seedRows : 0, context)
         XCTAssertEqual(objects.contains("extra"), recorded.contains("004_extra.sql"), context)
         if objects.contains("extra") {
-            XCTAssertEqual(try db.scalar("SELECT count(*) FROM extra", as: Int.self), 200_000, context)
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM extra", as: Int.self), Self.extraRows, context)
             XCTAssertEqual(try db.scalar("SELECT min(n) FROM extra", as: Int.self), 2, "the UPDATE ran once, whole: \(context)")
         }
         if backend.kind == .postgres && recorded.contains("003_none.sql") {

@@ -29,7 +29,7 @@ final class MigrationTests: XCTestCase {
             let row = try XCTUnwrap(history.first)
             XCTAssertEqual(try row.get("kind", as: String.self), "migration")
             XCTAssertEqual(try row.get("state", as: String.self), "applied")
-            XCTAssertEqual(try row.get("checksum_version", as: Int.self), Checksum.algorithmVersion)
+            XCTAssertEqual(try row.get("checksum_version", as: Int.self), db.dialect.checksumVersion)
             XCTAssertEqual(try row.get("tool_version", as: String.self), Strata.version)
             XCTAssertEqual(try row.get("applied_sql", as: String.self), "CREATE TABLE log (position INTEGER, step TEXT);")
             XCTAssertEqual(try row.get("checksum", as: String.self).count, 64)
@@ -398,6 +398,105 @@ final class MigrationTests: XCTestCase {
             XCTAssertEqual(try migrator.status().map(\.state), [.pending, .pending])
             XCTAssertEqual(try backend.storedContent(project), before)
             XCTAssertFalse(try project.connection().tableExists("strata_history"))
+        }
+    }
+
+    /// The plan id a reviewer approved covers everything that decides what runs: a seed's mode, a migration's
+    /// `foreignKeys`, and a seed file's bytes even when its size and modification time are kept (reproducible builds,
+    /// `tar`, `rsync -a`). It is the same in every process for the same inputs.
+    func testThePlanIDChangesWithEveryInputThatChangesWhatRuns() throws {
+        try forEachBackend(needing: .seeds) { backend in
+            let project = try Project(self, backend: backend, files: [
+                "sql/1_a.sql": "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER);",
+                "sql/2_b.sql": "CREATE TABLE u (id INTEGER);", "csv/t.csv": "code,v\na,1\n",
+            ])
+            func write(mode: String = #"mode="upsert" key="code""#, foreignKeys: String = "") throws {
+                try project.file("manifest.xml", """
+                    <manifest version="1">\(backend.databaseElement(project.root))<migrations directory="sql">
+                      <migration file="2_b.sql"\(foreignKeys)/></migrations>
+                      <seeds><seed file="csv/t.csv" table="t" \(mode)/></seeds></manifest>
+                    """)
+            }
+            func planID() throws -> String { try project.migrator().plan().id }
+            // A fixed modification time, as reproducible builds give every file.
+            let seed = project.root.appendingPathComponent("csv/t.csv").path
+            let fixed = Date(timeIntervalSince1970: 1_700_000_000)
+            try FileManager.default.setAttributes([.modificationDate: fixed], ofItemAtPath: seed)
+            try write()
+            let reviewed = try planID()
+            XCTAssertEqual(try planID(), reviewed, "the same inputs, the same id")
+            let command = try project.strataOnBackend(["plan", "--format", "json"])
+            XCTAssertTrue(command.stdout.contains(#""planId":"\#(reviewed)""#), "another process computes the same id: \(command.stdout)")
+
+            try write(mode: #"mode="sync" key="code""#)
+            XCTAssertNotEqual(try planID(), reviewed, "mode upsert → sync")
+            try write(foreignKeys: #" foreignKeys="on""#)
+            XCTAssertNotEqual(try planID(), reviewed, "foreignKeys added")
+            try write()
+            XCTAssertEqual(try planID(), reviewed)
+
+            // The seed's bytes change; its size and modification time do not.
+            try project.file("csv/t.csv", "code,v\nb,9\n")
+            try FileManager.default.setAttributes([.modificationDate: fixed], ofItemAtPath: seed)
+            XCTAssertNotEqual(try planID(), reviewed, "same size and mtime, other rows")
+            let refused = try project.strataOnBackend(["migrate", "--plan-id", reviewed])
+            XCTAssertEqual(refused.status, 3, refused.stderr)
+            XCTAssertTrue(refused.stderr.contains("the plan changed since it was reviewed"), refused.stderr)
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.pending, .pending, .pending], "nothing ran")
+        }
+    }
+
+    /// A reviewed plan is the plan that runs, to the last step: a file saved after `migrate --plan-id` checked the
+    /// plan, before its step read it (a deploy waiting for another's lock), fails that step with nothing of it
+    /// kept, whether it is a transactional file, a `transaction="none"` file or a seed.
+    func testAFileChangedAfterTheReviewedPlanWasCheckedDoesNotRun() throws {
+        try forEachBackend(needing: .seeds) { backend in
+            for changed in ["sql/2_fix.sql", "sql/3_none.sql", "csv/t.csv"] {
+                let project = try Project(self, backend: backend, manifestBody: """
+                    <migrations directory="sql"><migration file="3_none.sql" transaction="none"/></migrations>
+                    <seeds><seed file="csv/t.csv" table="acct" after="3_none.sql"/></seeds>
+                    """, files: [
+                        "sql/1_acct.sql": "CREATE TABLE acct (id INTEGER, balance INTEGER); INSERT INTO acct VALUES (1, 100);",
+                        "sql/2_fix.sql": "UPDATE acct SET balance = balance + 1;",
+                        "sql/3_none.sql": "UPDATE acct SET balance = balance + 10;",
+                        "csv/t.csv": "id,balance\n2,5\n",
+                    ])
+                let reviewed = try project.migrator().plan().id
+                let id = PathComponents.last(changed)
+                let report = try project.migrator().migrate(MigrationOptions(expectedPlanID: reviewed)) { event in
+                    guard case .started(let step, _) = event, step.id == id else { return }
+                    try? project.file(changed, changed.hasSuffix(".csv") ? "id,balance\n2,999\n" : "DELETE FROM acct;")
+                }
+                let failure = try XCTUnwrap(report.failure, changed)
+                XCTAssertEqual(failure.id, id, changed)
+                XCTAssertTrue(failure.message.contains("the file changed after the plan was reviewed"), "\(changed): \(failure.message)")
+                XCTAssertEqual(failure.aftermath, .rolledBack, changed)
+                let db = try project.connection()
+                XCTAssertEqual(try db.scalar("SELECT count(*) FROM acct", .none, as: Int.self), 1, "\(changed): nothing deleted or loaded")
+                XCTAssertNil(try db.history.record(kind: changed.hasSuffix(".csv") ? .seed : .migration, identity: id), changed)
+            }
+        }
+    }
+
+    /// A history table made before `earlier_checksums` and `runner_session` existed is read as it is (status writes
+    /// nothing) and gets the columns on the next write; its records keep comparing as before.
+    func testAHistoryTableFromAnEarlierVersionIsReadAsItIsAndGetsItsNewColumnsOnTheNextWrite() throws {
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+            XCTAssertEqual(try project.migrator().migrate().applied.count, 1)
+            let db = try project.connection()
+            func columns() throws -> Set<String> {
+                Set(try db.rows("SELECT * FROM strata_history").first?.columnNames ?? [])
+            }
+            try db.execute("ALTER TABLE strata_history DROP COLUMN earlier_checksums", .none)
+            try db.execute("ALTER TABLE strata_history DROP COLUMN runner_session", .none)
+            XCTAssertFalse(try columns().contains("earlier_checksums"))
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied])
+            XCTAssertFalse(try columns().contains("earlier_checksums"), "status writes nothing")
+            try project.file("sql/2_b.sql", "CREATE TABLE b (x INTEGER);")
+            XCTAssertEqual(try project.migrator().migrate().applied.map(\.id), ["2_b.sql"])
+            XCTAssertTrue(try columns().isSuperset(of: ["earlier_checksums", "runner_session"]))
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied])
         }
     }
 

@@ -168,6 +168,17 @@ final class RehearseCommandTests: XCTestCase {
         }
     }
 
+    /// `--backup` is migrate's option on rehearse too: refused on PostgreSQL as migrate refuses it (exit 3, reason
+    /// `backup`), before anything is begun.
+    func testTheBackupOptionIsRefusedOnPostgreSQLAsMigrateRefusesIt() throws {
+        _ = try PostgresServer.shared()
+        let project = try Project(self, backend: .postgres, files: ["sql/001_books.sql": RehearseTests.schema])
+        let refused = try project.strataOnBackend(["rehearse", "--backup", "backups", "--format", "json"])
+        XCTAssertEqual(refused.status, 3, refused.stdout + refused.stderr)
+        XCTAssertTrue(refused.stdout.contains(#""reason":"backup""#), refused.stdout)
+        XCTAssertEqual(try project.strataOnBackend(["migrate", "--backup", "backups"]).status, 3, "migrate refuses it (the premise)")
+    }
+
     /// A read-only connection to a database in WAL mode would leave the `-wal` and `-shm` files it makes; the
     /// rehearsal's (read-write, `query_only`) is the last to close and takes them away, writing nothing.
     func testADatabaseInWALModeIsLeftAsItWas() throws {

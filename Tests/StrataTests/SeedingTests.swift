@@ -352,6 +352,24 @@ final class SeedingTests: XCTestCase {
         }
     }
 
+    /// A reapply seed of a context (demo data, an admin/admin account) loaded once with `--context dev` and
+    /// changed since is reloaded only by a run that names its context again, never by a production run.
+    func testAChangedReapplySeedOfAContextIsReloadedOnlyInThatContext() throws {
+        try forEachBackend(needing: .seeds) { backend in
+            let project = try project(backend, schema: "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, password TEXT);",
+                                      seeds: #"<seed file="csv/demo.csv" table="users" mode="upsert" key="id" onChange="reapply" context="dev"/>"#,
+                                      files: ["csv/demo.csv": "id,name,password\n1,demo,demo\n"])
+            XCTAssertEqual(try migrate(project, MigrationOptions(contexts: ["dev"])).applied.count, 2)
+            try project.connection().execute("UPDATE users SET password = 'real-secret'", .none)
+            try project.file("csv/demo.csv", "id,name,password\n1,demo,demo2\n2,admin,admin\n")
+            XCTAssertEqual(try project.migrator().plan().steps.map(\.step.id), [], "not this run's context")
+            XCTAssertEqual(try migrate(project).applied.map(\.id), [])
+            XCTAssertEqual(try values(project, "SELECT id, password FROM users ORDER BY id"), [[.integer(1), .text("real-secret")]])
+            XCTAssertEqual(try migrate(project, MigrationOptions(contexts: ["dev"])).applied.map(\.reason), [.reapply])
+            XCTAssertEqual(try count(project, "SELECT count(*) FROM users"), 2)
+        }
+    }
+
     func testChangedSeedIsDriftUnlessReapply() throws {
         try forEachBackend(needing: .seeds) { backend in
             let project = try project(backend, schema: "CREATE TABLE t (code TEXT PRIMARY KEY, v INTEGER);", seeds: """
@@ -371,6 +389,51 @@ final class SeedingTests: XCTestCase {
             try project.file("csv/fixed.csv", "code,v\nf,2\n")
             let error = assertThrows(MigrationError.self) { try migrate(project) }
             XCTAssertTrue(error?.description.contains("fixed.csv has changed") ?? false, "\(String(describing: error))")
+        }
+    }
+
+    /// A rolling deploy, or the application rolled back: an instance of the older release meets the newer reapply
+    /// seed's record. Loading its older file would put the old rows back (and `sync` delete the new ones), so it is
+    /// refused as drift, nothing changed; `repair` lets the next migrate load it on purpose. A file the database
+    /// never held is new, and is reapplied as always.
+    func testAnOlderReapplySeedIsRefusedNotLoadedOverTheNewerOne() throws {
+        try forEachBackend(needing: .seeds) { backend in
+            let project = try project(backend, schema: "CREATE TABLE plans (code TEXT PRIMARY KEY, price INTEGER);",
+                                      seeds: #"<seed file="csv/plans.csv" table="plans" mode="sync" key="code" onChange="reapply"/>"#,
+                                      files: ["csv/plans.csv": "code,price\nbasic,10\npro,20\n"])
+            XCTAssertEqual(try migrate(project).applied.count, 2)
+            let older = "code,price\nbasic,10\npro,20\n"
+            let newer = "code,price\nbasic,12\npro,24\nteam,50\n"
+            try project.file("csv/plans.csv", newer)
+            XCTAssertEqual(try migrate(project).applied.map(\.reason), [.reapply])
+
+            // The older release's file again.
+            try project.file("csv/plans.csv", older)
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .drifted])
+            let error = assertThrows(MigrationError.self) { try migrate(project) }
+            guard case .refused(let refusals)? = error else { return XCTFail("not refused: \(String(describing: error))") }
+            XCTAssertEqual(refusals.map(\.reason), [.drift])
+            XCTAssertTrue(refusals.first?.message.contains("plans.csv is a file this database was loaded from before the one loaded at") ?? false,
+                          "\(refusals)")
+            XCTAssertEqual(try values(project, "SELECT code, price FROM plans ORDER BY code"),
+                           [[.text("basic"), .integer(12)], [.text("pro"), .integer(24)], [.text("team"), .integer(50)]],
+                           "the newer rows stay")
+            let command = try project.strataOnBackend(["migrate"])
+            XCTAssertEqual(command.status, 3, command.stderr)
+
+            // Rolling the data back on purpose.
+            XCTAssertEqual(try project.migrator().repair().reapplyAllowed, ["plans.csv"])
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .changed])
+            XCTAssertEqual(try migrate(project).applied.map(\.reason), [.reapply])
+            XCTAssertEqual(try values(project, "SELECT code, price FROM plans ORDER BY code"),
+                           [[.text("basic"), .integer(10)], [.text("pro"), .integer(20)]])
+
+            // The newer file is now the earlier one; a third, never held, is simply new.
+            try project.file("csv/plans.csv", newer)
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .drifted])
+            try project.file("csv/plans.csv", "code,price\nbasic,15\n")
+            XCTAssertEqual(try migrate(project).applied.map(\.reason), [.reapply])
+            XCTAssertEqual(try values(project, "SELECT code, price FROM plans ORDER BY code"), [[.text("basic"), .integer(15)]])
         }
     }
 

@@ -7,7 +7,8 @@ import Foundation
 /// How one database spells SQL, for the code that writes or checks SQL without a connection: placeholders,
 /// limits, how declared types classify values, and the rules a migration file is checked against before it runs.
 ///
-/// Identifier quoting is standard SQL's (`quoteIdentifier`), which every backend shares.
+/// Identifier quoting is standard SQL's (`quoteIdentifier`), which every backend shares. How `ModelStore` writes
+/// rows where databases differ is the `RowWriter` each backend's dialect also adopts.
 public protocol SQLDialect: Sendable {
     /// The database's name, for messages ("SQLite").
     var name: String { get }
@@ -24,12 +25,14 @@ public protocol SQLDialect: Sendable {
     /// that cannot run inside a transaction (when `insideTransaction`), writes to Strata's history, and text the
     /// database would not run to its end. Lines and columns are 1-based, within `bytes`.
     func lint(_ bytes: [UInt8], insideTransaction: Bool) -> [LintFinding]
+    /// The checksum version (`Checksum`) a migration file's new history record gets here: the one whose rules
+    /// read SQL as this database does, so a line ending inside a literal of this dialect is data and one outside
+    /// is layout. SQLite's is 2, PostgreSQL's 3. No default: a backend whose literals differ needs rules of its own.
+    var checksumVersion: Int { get }
     /// Why this database cannot load `seed` as the manifest asks (a mode it has no statement for), or nil when it
     /// can. Asked when a plan is made, so such a seed is refused before anything runs, never half-way through a
     /// run; and by `validate`, without a database.
     func seedRefusal(_ seed: SeedStep) -> String?
-    /// How `ModelStore` writes rows on this database.
-    var modelWrites: ModelWrites { get }
     /// Whether a column of numeric affinity keeps decimal values exactly (PostgreSQL's `numeric`), so a `Decimal`
     /// may live there; SQLite's NUMERIC affinity turns decimal text into an approximate REAL.
     var numericIsExact: Bool { get }
@@ -63,9 +66,6 @@ extension SQLDialect {
 
     /// Every value goes as the mapper encodes it.
     public func parameter(_ value: DatabaseValue, forColumnOfType declaredType: String) throws -> DatabaseValue { value }
-
-    /// SQLite's: a key left NULL is generated and read back as the last rowid; `save` updates, then inserts.
-    public var modelWrites: ModelWrites { ModelWrites(generatedKeys: .lastRowID, save: .updateThenInsert) }
 }
 
 /// How finely a database is sent a `Date` (`SQLDialect.datePrecision`): as UTC ISO-8601 text, rounded to the
@@ -83,35 +83,6 @@ extension SQLDialect {
     package func checkedParameter(_ value: any DatabaseValueConvertible) -> Result<DatabaseValue, DatabaseError> {
         if let date = value as? Date { return .success(databaseValue(of: date)) }
         return checkedDatabaseValue(value)
-    }
-}
-
-/// How `ModelStore` writes rows on one database, where databases differ.
-public struct ModelWrites: Sendable, Equatable {
-    /// How an insert gets the key the database generates.
-    public enum GeneratedKeys: Sendable, Equatable {
-        /// NULL into the key generates one, read back as the connection's last rowid (SQLite).
-        case lastRowID
-        /// A key column left NULL that the database generates (`ColumnInfo.isGenerated`) is left out of the insert,
-        /// and the key is read back with `RETURNING` (PostgreSQL, where NULL into an identity column is an error).
-        case returning
-    }
-
-    /// How `save` writes a value whose key is set.
-    public enum Save: Sendable, Equatable {
-        /// An UPDATE by key, then an INSERT when no row had it (SQLite checks NOT NULL columns before it would look
-        /// for the conflict of an upsert).
-        case updateThenInsert
-        /// One `INSERT … ON CONFLICT (key) DO UPDATE`.
-        case onConflictUpdate
-    }
-
-    public let generatedKeys: GeneratedKeys
-    public let save: Save
-
-    public init(generatedKeys: GeneratedKeys, save: Save) {
-        self.generatedKeys = generatedKeys
-        self.save = save
     }
 }
 

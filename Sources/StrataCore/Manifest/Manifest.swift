@@ -98,7 +98,10 @@ public struct Manifest: Sendable, Equatable {
 
         var plans: [DatabaseBackend: [PlanStep]] = [:]
         for backend in DatabaseBackend.allCases {
-            let ordered = migrationsByBackend[backend] ?? []
+            // Repeatable migrations come after the versioned ones, in name order (Flyway's rule).
+            let all = migrationsByBackend[backend] ?? []
+            let ordered = all.filter { !$0.repeatable }
+                + all.filter(\.repeatable).sorted { NaturalOrder.areInIncreasingOrder($0.id, $1.id) }
             var plan: [PlanStep] = []
             for migration in ordered {
                 plan.append(.migration(migration))
@@ -335,9 +338,16 @@ public struct MigrationStep: Sendable, Equatable {
     /// How the file is laid out: for anything but `.plain` only the up section runs, found by
     /// `format.upSection(of:)` on the bytes about to run.
     public let format: MigrationFormat
+    /// What undoes it (`Migrator.rollback`), nil when nothing does: the file's own down section, or a file of its own.
+    public let down: MigrationDown?
+    /// A repeatable migration (views, functions, triggers kept as `CREATE OR REPLACE`; Flyway's `R__` files): applied
+    /// after the versioned steps of a run whenever its content differs from its last application, never drift,
+    /// never rolled back.
+    public let repeatable: Bool
 
     init(id: String, path: String, runsInTransaction: Bool, enforcesForeignKeys: Bool = false, location: SourceLocation,
-         format: MigrationFormat = .plain, backends: Set<DatabaseBackend>? = nil) {
+         format: MigrationFormat = .plain, backends: Set<DatabaseBackend>? = nil, down: MigrationDown? = nil,
+         repeatable: Bool = false) {
         self.id = id
         self.backends = backends
         self.path = path
@@ -345,10 +355,34 @@ public struct MigrationStep: Sendable, Equatable {
         self.enforcesForeignKeys = enforcesForeignKeys
         self.location = location
         self.format = format
+        self.down = down
+        self.repeatable = repeatable
     }
 }
 
 /// How a seed set's rows meet rows already in the table.
+/// What undoes a migration: SQL that `Migrator.rollback` runs, newest step first, each in its own transaction with
+/// its history change (outside one when it asks to run so, as its up can).
+public struct MigrationDown: Sendable, Equatable {
+    /// Where the down's SQL is.
+    public enum Source: Sendable, Equatable {
+        /// The down section of the migration's own file (goose, sql-migrate, dbmate: `format.downSection(of:)`).
+        case section
+        /// A file of its own, run whole: Strata's `NAME.down.sql` or `<migration down="…">`, golang-migrate's and
+        /// sqlx's `.down.sql`, diesel's `down.sql`, Flyway's `U…__` undo file.
+        case file(String)
+    }
+
+    public let source: Source
+    /// False when the down asks to run outside a transaction (its section's own option, or the migration's).
+    public let runsInTransaction: Bool
+
+    public init(source: Source, runsInTransaction: Bool) {
+        self.source = source
+        self.runsInTransaction = runsInTransaction
+    }
+}
+
 public enum SeedMode: String, Sendable, Equatable, Codable {
     /// Plain INSERT: a conflict is an error naming the row.
     case insert

@@ -65,6 +65,15 @@ extension MigrationFormat {
         return try scanner.finish()
     }
 
+    /// The section of `bytes` (a whole migration file) that undoes it: from the line after the down marker to the end
+    /// of the file; nil for a file without one (and for `plain`, whose down, if any, is a file of its own).
+    /// - Throws: `MigrationFormatError` naming the line, as `upSection(of:)` does.
+    public func downSection(of bytes: [UInt8]) throws -> MigrationSection? {
+        var scanner = SectionScanner(format: self)
+        try bytes.withUnsafeBufferPointer { try scanner.feed($0) }
+        return try scanner.finishDown()
+    }
+
     /// As `upSection(of:)`, reading the file a chunk at a time: memory stays constant whatever the file's size.
     /// - Throws: `MigrationFormatError`; one with line 0 when the file cannot be read.
     public func upSection(ofFileAt path: String) throws -> MigrationSection {
@@ -72,6 +81,18 @@ extension MigrationFormat {
     }
 
     func upSection(ofFileAt path: String, chunkSize: Int) throws -> MigrationSection {
+        var scanner = try scanned(fileAt: path, chunkSize: chunkSize)
+        return try scanner.finish()
+    }
+
+    /// Both sections of a file, read a chunk at a time: the up section, and the down section when there is one.
+    public func sections(ofFileAt path: String) throws -> (up: MigrationSection, down: MigrationSection?) {
+        var scanner = try scanned(fileAt: path, chunkSize: 1 << 16)
+        let up = try scanner.finish()
+        return (up, try scanner.finishDown())
+    }
+
+    private func scanned(fileAt path: String, chunkSize: Int) throws -> SectionScanner {
         if let problem = FileCheck.problem(at: path) {
             throw MigrationFormatError(line: 0, message: "cannot read the migration file (\(problem))")
         }
@@ -88,7 +109,7 @@ extension MigrationFormat {
         } catch {
             throw MigrationFormatError(line: 0, message: "cannot read the migration file (\(error))")
         }
-        return try scanner.finish()
+        return scanner
     }
 
     /// The markers of an empty file in this format (what `strata new` writes after its comment header).
@@ -123,10 +144,15 @@ struct SectionScanner {
     private var upMarkerLine: Int?
     private var upStart: Int?
     private var downMarkerLine: Int?
+    private var downStart: Int?
     private var upEnd: Int?
     private var blockLine: Int?
     private var firstSQLLine: Int?
     private var noTransaction = false
+    /// The down marker's own "no transaction" option (sql-migrate's `notransaction`, dbmate's `transaction:false`).
+    private var downNoTransaction = false
+    /// goose's `NO TRANSACTION`: the whole file, both sections, runs outside a transaction.
+    private var fileNoTransaction = false
 
     init(format: MigrationFormat) {
         self.format = format
@@ -199,6 +225,19 @@ struct SectionScanner {
                                 endLine: downMarkerLine.map { $0 - 1 } ?? lastLine, runsInTransaction: !noTransaction)
     }
 
+    /// After `finish()`'s checks: the down section, nil without a down marker.
+    mutating func finishDown() throws -> MigrationSection? {
+        _ = try finish()
+        return downSection
+    }
+
+    /// The down section found so far (after `finish()`), nil without a down marker.
+    private var downSection: MigrationSection? {
+        guard let downMarkerLine, let downStart else { return nil }
+        return MigrationSection(range: downStart..<max(offset, downStart), startLine: downMarkerLine + 1, endLine: line - 1,
+                                runsInTransaction: !(downNoTransaction || fileNoTransaction))
+    }
+
     // MARK: One line
 
     private mutating func endLine(next: Int) throws {
@@ -259,11 +298,13 @@ struct SectionScanner {
             if let blockLine { throw fail("\(downMarker) inside the \(blockBegin) of line \(blockLine)") }
             for option in marker.options {
                 switch (format, option) {
-                case (.sqlMigrate, "notransaction"), (.dbmate, "transaction:false"), (.dbmate, "transaction:true"): break
+                case (.sqlMigrate, "notransaction"), (.dbmate, "transaction:false"): downNoTransaction = true
+                case (.dbmate, "transaction:true"): break
                 default: throw fail("unknown \(format.toolName) option '\(option)' in '\(shown)'")
                 }
             }
             downMarkerLine = line
+            downStart = next
             upEnd = lineStart
         case "statementbegin" where format != .dbmate:
             guard upMarkerLine != nil else { throw fail("\(blockBegin) before any \(upMarker)") }
@@ -274,6 +315,7 @@ struct SectionScanner {
             blockLine = nil
         case "no transaction" where format == .goose:
             noTransaction = true
+            fileNoTransaction = true
         case "envsub off" where format == .goose, "envsubst off" where format == .goose:
             break
         case "envsub on" where format == .goose, "envsubst on" where format == .goose:

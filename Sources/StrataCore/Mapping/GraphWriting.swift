@@ -161,12 +161,7 @@ extension ModelStore {
             return row.values[index]
         }
         guard let generated, let info = layout.columns.named(column), info.affinity == .integer else { return nil }
-        guard database.dialect.modelWrites.generatedKeys == .lastRowID else { return .integer(generated) } // RETURNING
-        // SQLite's last rowid is the key only where the key is the rowid, which a declaration cannot tell for sure
-        // (`INTEGER PRIMARY KEY DESC` is not; a BIGINT key left NULL stays NULL): read the key the row got.
-        let key = try database.scalar("SELECT \(quoteIdentifier(column)) FROM \(quoteIdentifier(layout.table)) WHERE rowid = \(database.dialect.placeholder(1))",
-                                      .positional([.integer(generated)]), as: Int64.self)
-        return key.map { .integer($0) }
+        return try rowWriter(layout).generatedKey(generated, column: column, layout: layout, database: database)
     }
 
     /// Saves a hasMany's children under the parent's key, then deletes or detaches the ones no longer in the array

@@ -15,7 +15,7 @@ public struct ModelLayout: Sendable, Equatable {
     let mapping: ModelMapping?
     /// The table declares a conflict clause on a constraint (`UNIQUE ON CONFLICT REPLACE`, …), so writes state
     /// `OR ABORT`: an insert or update must never delete another row or be dropped in silence.
-    let declaresConflictClause: Bool
+    package let declaresConflictClause: Bool
     /// The primary key tells the table's rows apart (it contains one of the table's unique keys): only then may a
     /// write by key change one row at most.
     let keyIsUnique: Bool
@@ -62,7 +62,7 @@ public struct ModelLayout: Sendable, Equatable {
         "primary key (\(primaryKey.joined(separator: ", "))) is not unique in table '\(table)': one save, update or delete would change every row with the same value; name the table's primary key, or columns with a UNIQUE index, as the manifest's primaryKey"
     }
 
-    func isPrimaryKey(_ column: String) -> Bool {
+    package func isPrimaryKey(_ column: String) -> Bool {
         primaryKey.contains { sqliteNamesEqual($0, column) }
     }
 }

@@ -5,9 +5,9 @@ import Foundation
 #endif
 
 /// The column values of one model value, in property order.
-struct EncodedRow {
-    var properties: [String] = []
-    var values: [DatabaseValue] = []
+package struct EncodedRow {
+    package var properties: [String] = []
+    package var values: [DatabaseValue] = []
 }
 
 /// Encodes an `Encodable` value into column values: each stored property becomes one column, nil optionals

@@ -13,10 +13,19 @@ import Darwin
 /// SHA-256 of a file's content with line endings normalised where they are layout, so an editor switching CRLF and
 /// LF (or adding a UTF-8 BOM) is not drift, while any other change is, including a line ending inside a SQL string
 /// or a quoted CSV field, which is data.
+///
+/// A version names the rules, whatever database computes it, and a record is always compared under the version it
+/// was written with. 1: BOM removed, every CRLF and CR turned into LF. 2: BOM removed, CRLF and CR turned into LF
+/// only outside quoted CSV fields and outside SQL literals as SQLite reads them (strings, quoted identifiers;
+/// `SQLScanner`). 3: as 2, with SQL read by PostgreSQL's rules (dollar quotes, `E'…'` escapes, COPY data;
+/// `PostgresLiterals`); CSV as in 2.
 public enum Checksum {
-    /// The normalisation used for new records. 1: BOM removed, every CRLF and CR turned into LF. 2: BOM removed,
-    /// CRLF and CR turned into LF only outside SQL literals (strings, quoted identifiers) and quoted CSV fields.
+    /// The version seed records get, and the default here. A migration file's record gets its database's version
+    /// (`SQLDialect.checksumVersion`: the rules its SQL is read by).
     public static let algorithmVersion = 2
+
+    /// The newest version this Strata computes; a record of a later one was written by a newer Strata.
+    public static let newestVersion = 3
 
     /// What a file holds, which decides where its line endings are data.
     public enum Content: Sendable {
@@ -45,10 +54,10 @@ public enum Checksum {
         return try hasher.finish()
     }
 
-    /// The normalised text (BOM removed, line endings as the current version normalises them), as recorded in history.
-    public static func normalizedText(_ bytes: [UInt8], content: Content = .sql) -> String {
+    /// The normalised text (BOM removed, line endings as `version` normalises them), as recorded in history.
+    public static func normalizedText(_ bytes: [UInt8], content: Content = .sql, version: Int = algorithmVersion) -> String {
         let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
-        var normalizer = LineEndingNormalizer(content: content, version: algorithmVersion)
+        var normalizer = LineEndingNormalizer(content: content, version: version)
         return body.withUnsafeBufferPointer { input in
             String(unsafeUninitializedCapacity: input.count + 1) { output in
                 guard let target = output.baseAddress else { return 0 }
@@ -58,7 +67,7 @@ public enum Checksum {
         }
     }
 
-    static func isKnown(_ version: Int) -> Bool { version == 1 || version == 2 }
+    static func isKnown(_ version: Int) -> Bool { version >= 1 && version <= newestVersion }
 }
 
 public struct ChecksumError: Error, CustomStringConvertible {
@@ -69,32 +78,41 @@ public struct ChecksumError: Error, CustomStringConvertible {
 /// Turns CRLF and lone CR into LF where they are layout, carrying its state across chunks so chunked input
 /// normalises exactly as the whole would.
 struct LineEndingNormalizer {
-    /// Tells literal bytes from layout: SQL's lexical state, or for CSV whether an odd number of quotes precedes
-    /// (in RFC 4180 text a quote only opens, closes or doubles inside a quoted field, so parity is inside-ness).
+    /// Tells literal bytes from layout: SQL's lexical state (SQLite's, or PostgreSQL's in `postgres`), or for CSV
+    /// whether an odd number of quotes precedes (in RFC 4180 text a quote only opens, closes or doubles inside a
+    /// quoted field, so parity is inside-ness).
     private enum Literals {
         case everywhereLayout
         case sql(SQLScanner, offset: Int)
+        case postgres
         case csv(insideQuotes: Bool)
     }
 
     private var literals: Literals
+    /// PostgreSQL's lexical state, kept out of `literals` so its buffers are changed in place.
+    private var postgres = PostgresLiterals()
     private var previousWasNormalizedCR = false
     /// A CR that ended a chunk inside a `--` comment: SQLite ends such a comment only at LF, so a lone CR there is
     /// data (the next line is still comment) while CRLF is layout; the next chunk's first byte decides.
     private var pendingCommentCR = false
+    /// A CR that ended a chunk where lines end only at LF (PostgreSQL's COPY data): a CRLF is layout, a lone CR data
+    /// (`PostgresLiterals.CarriageReturn.layoutBeforeLineFeed`); the next chunk's first byte, or the text's end
+    /// (layout: the last line ends there either way), decides.
+    private var pendingCopyCR = false
 
     init(content: Checksum.Content, version: Int) {
         switch (version, content) {
         case (1, _): literals = .everywhereLayout
-        case (_, .sql): literals = .sql(SQLScanner(), offset: 0)
         case (_, .csv): literals = .csv(insideQuotes: false)
+        case (3, .sql): literals = .postgres
+        case (_, .sql): literals = .sql(SQLScanner(), offset: 0)
         }
     }
 
     /// True when no byte of `input` needs rewriting, so it can be used as it is (after `advance(over:)`).
     func isUnchanged(_ input: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = input.baseAddress, !input.isEmpty else { return true }
-        return !pendingCommentCR && memchr(base, 0x0D, input.count) == nil && !(previousWasNormalizedCR && base[0] == 0x0A)
+        return !pendingCommentCR && !pendingCopyCR && memchr(base, 0x0D, input.count) == nil && !(previousWasNormalizedCR && base[0] == 0x0A)
     }
 
     /// Moves the literal state over bytes that are used unchanged.
@@ -106,6 +124,7 @@ struct LineEndingNormalizer {
     /// Copies `input` to `output` (room for `input.count + 1` bytes) with layout line endings normalised; returns the
     /// bytes written.
     mutating func normalize(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>) -> Int {
+        if case .postgres = literals { return normalizePostgres(input, into: output) }
         var written = 0
         var scanned = 0
         if pendingCommentCR {
@@ -149,8 +168,58 @@ struct LineEndingNormalizer {
         return written
     }
 
-    /// At the end of the text: a CR still waiting to be decided is data. Returns the bytes written (0 or 1).
+    /// `normalize` for PostgreSQL's rules: each CR is decided as it is read (`PostgresLiterals`), and a lone CR in a
+    /// `--` comment is layout, since PostgreSQL ends the comment there as at LF.
+    private mutating func normalizePostgres(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>) -> Int {
+        guard let base = input.baseAddress else { return 0 }
+        var written = 0
+        if pendingCopyCR {
+            pendingCopyCR = false
+            let isData = input[0] != 0x0A
+            output[0] = isData ? 0x0D : 0x0A
+            written = 1
+            previousWasNormalizedCR = !isData
+        }
+        var index = 0
+        while index < input.count {
+            let carriageReturn = memchr(base + index, 0x0D, input.count - index)
+                .map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? input.count
+            if index < carriageReturn {
+                // The bytes up to the CR go as they are, but for the LF of a CRLF whose CR became LF.
+                let from = previousWasNormalizedCR && input[index] == 0x0A ? index + 1 : index
+                (output + written).update(from: base + from, count: carriageReturn - from)
+                written += carriageReturn - from
+                previousWasNormalizedCR = false
+                postgres.advance(over: UnsafeBufferPointer(rebasing: input[index..<carriageReturn]))
+            }
+            guard carriageReturn < input.count else { break }
+            let isData: Bool
+            switch postgres.advanceOverCarriageReturn() {
+            case .data: isData = true
+            case .layout: isData = false
+            case .layoutBeforeLineFeed:
+                guard carriageReturn + 1 < input.count else {
+                    pendingCopyCR = true
+                    return written
+                }
+                isData = input[carriageReturn + 1] != 0x0A
+            }
+            output[written] = isData ? 0x0D : 0x0A
+            written += 1
+            previousWasNormalizedCR = !isData
+            index = carriageReturn + 1
+        }
+        return written
+    }
+
+    /// At the end of the text: a CR still waiting to be decided is data, but for one in COPY data (where the last
+    /// line ends at the end of the text whatever ends it). Returns the bytes written (0 or 1).
     mutating func finish(into output: UnsafeMutablePointer<UInt8>) -> Int {
+        if pendingCopyCR {
+            pendingCopyCR = false
+            output[0] = 0x0A
+            return 1
+        }
         guard pendingCommentCR else { return 0 }
         pendingCommentCR = false
         output[0] = 0x0D
@@ -164,7 +233,7 @@ struct LineEndingNormalizer {
 
     private var isInsideLiteral: Bool {
         switch literals {
-        case .everywhereLayout: false
+        case .everywhereLayout, .postgres: false // PostgreSQL's CRs are decided in `normalizePostgres`
         case .sql(let scanner, _): scanner.isInsideLiteral
         case .csv(let inside): inside
         }
@@ -175,6 +244,8 @@ struct LineEndingNormalizer {
         switch literals {
         case .everywhereLayout:
             break
+        case .postgres:
+            postgres.advance(over: UnsafeBufferPointer(rebasing: input[start..<end]))
         case .sql(var scanner, let offset):
             let part = UnsafeBufferPointer(rebasing: input[start..<end])
             var index = 0

@@ -31,10 +31,16 @@ public struct HistoryRecord: Sendable, Equatable {
     public let runner: String?
     /// The error that left a step `failed`.
     public let error: String?
+    /// The checksums the step was applied with before `checksum`, oldest first, each `version:hex`: a reapplied
+    /// seed's earlier files. A file that matches one of them is older than what the database holds now.
+    public let earlierChecksums: [String]
+    /// How the backend tells that the process applying a `transaction="none"` step still runs when its claim is
+    /// gone (PostgreSQL: the server session running the file, `pid N, connected T`); nil where the claim alone tells.
+    public let runnerSession: String?
 
     public init(kind: StepKind, identity: String, checksum: String, checksumVersion: Int, appliedAt: String,
                 durationMs: Int?, rowCount: Int?, state: State, toolVersion: String, appliedSQL: String?,
-                runner: String?, error: String?) {
+                runner: String?, error: String?, earlierChecksums: [String] = [], runnerSession: String? = nil) {
         self.kind = kind
         self.identity = identity
         self.checksum = checksum
@@ -47,6 +53,8 @@ public struct HistoryRecord: Sendable, Equatable {
         self.appliedSQL = appliedSQL
         self.runner = runner
         self.error = error
+        self.earlierChecksums = earlierChecksums
+        self.runnerSession = runnerSession
     }
 
     /// The time a record is written, as `applied_at` holds it (ISO 8601, UTC).
@@ -59,8 +67,24 @@ public struct HistoryRecord: Sendable, Equatable {
             durationMs: try row.get("duration_ms"), rowCount: try row.get("row_count"),
             state: HistoryRecord.State(rawValue: try row.get("state")) ?? .failed,
             toolVersion: try row.get("tool_version"), appliedSQL: try row.get("applied_sql"),
-            runner: try row.get("runner"), error: try row.get("error"))
+            runner: try row.get("runner"), error: try row.get("error"),
+            earlierChecksums: Self.checksumList(row["earlier_checksums"]),
+            runnerSession: row["runner_session"].flatMap { String.fromDatabaseValue($0) })
     }
+
+    /// `earlierChecksums` as the `earlier_checksums` column stores them: space-separated, nil when there are none.
+    /// A table written before the column existed reads as none.
+    package var earlierChecksumsText: String? {
+        earlierChecksums.isEmpty ? nil : earlierChecksums.joined(separator: " ")
+    }
+
+    private static func checksumList(_ value: DatabaseValue?) -> [String] {
+        guard let text = value.flatMap({ String.fromDatabaseValue($0) }) else { return [] }
+        return text.split(separator: " ").map(String.init)
+    }
+
+    /// This record's checksum as `earlierChecksums` lists it.
+    package var versionedChecksum: String { "\(checksumVersion):\(checksum)" }
 
     static func now() -> String {
         ISO8601.format(Date())

@@ -41,7 +41,7 @@ extension Migrator {
             let backup = try directory.take(from: source) { () -> String? in
                 running = try database.history.all().filter { $0.state == .running }
                 guard running.isEmpty else { return nil }
-                let current = try self.plan(options, forMigrate: true)
+                let current = try planner.plan(options, forMigrate: true)
                 guard current.refusals.isEmpty else { throw MigrationError.refused(current.refusals) }
                 planned = current
                 return current.steps.isEmpty ? nil : current.id
@@ -54,7 +54,7 @@ extension Migrator {
             if running.isEmpty { return .nothingToApply }
             // Judged again outside the copied state: a runner that died left its step dirty, which is refused; one
             // that finished since is simply looked at again.
-            let now = try self.plan(options, forMigrate: true)
+            let now = try planner.plan(options, forMigrate: true)
             guard now.refusals.isEmpty else { throw MigrationError.refused(now.refusals) }
             let ids = running.map(\.identity)
             guard ContinuousClock.now < deadline else {

@@ -39,13 +39,43 @@ public struct RehearsalReport: Sendable, Equatable {
     /// succeed there is not known.
     public var rehearsedUnlikeMigrate: [String] = []
 
-    /// True when no step failed, none ran unlike `migrate`, and the run was not stopped. Steps that were not
-    /// rehearsed (`RehearsedStep.note` says why) are not known to succeed.
-    public var wouldSucceed: Bool { failure == nil && !cancelled && rehearsedUnlikeMigrate.isEmpty }
+    /// Steps that ran to their end after one or more steps that were not rehearsed (`RehearsedStep.notRehearsedBefore`
+    /// names them): they ran without what those do, which `migrate` runs first, so a success may come only from
+    /// their absence (an insert a unique index built `CONCURRENTLY` would refuse): whether they would succeed in
+    /// `migrate` is not known.
+    public var rehearsedAfterNotRehearsed: [String] = []
 
-    /// True when a step failed with every step up to it rehearsed: `migrate` would fail there. Otherwise
-    /// (`notRehearsedUpToFailure`) both this and `wouldSucceed` are false: not known.
-    public var wouldFail: Bool { failure != nil && notRehearsedUpToFailure.isEmpty }
+    /// Where the steps ran on another filesystem than the database's (SQLite's copy goes where it fits): what they
+    /// need of the database's filesystem (their growth, and the journal or WAL at a commit) against what it had free,
+    /// and whether that fits. Nil where the steps ran on the database's own filesystem or in its transaction. A step
+    /// that would not fit, or where it cannot be judged, is in `rehearsedUnlikeMigrate`, its note saying so.
+    public var room: String?
+
+    /// The backup `migrate` would take before its first step (`MigrationOptions.backup`), judged against the room
+    /// where it goes; nil when none is asked for, nothing is pending, or the database has no backup Strata takes
+    /// (PostgreSQL, where `migrate` refuses the option before anything runs).
+    public var backup: RehearsedBackup?
+
+    /// True when no step failed, none ran unlike `migrate` or after a step that was not rehearsed, the run was
+    /// not stopped, and the backup asked for fits. Steps that were not rehearsed (`RehearsedStep.note` says why) are
+    /// not known to succeed.
+    public var wouldSucceed: Bool {
+        failure == nil && !cancelled && rehearsedUnlikeMigrate.isEmpty && rehearsedAfterNotRehearsed.isEmpty
+            && (backup.map { $0.outcome == .fits } ?? true)
+    }
+
+    /// The steps whose success is not known though they ran to their end: those in `rehearsedUnlikeMigrate` or in
+    /// `rehearsedAfterNotRehearsed`, in plan order.
+    public var successNotKnown: [String] {
+        steps.map(\.id).filter { rehearsedUnlikeMigrate.contains($0) || rehearsedAfterNotRehearsed.contains($0) }
+    }
+
+    /// True when a step failed with every step up to it rehearsed (`migrate` would fail there), or the backup
+    /// `migrate` takes first would fail (it would apply nothing). Otherwise (`notRehearsedUpToFailure`, a backup
+    /// whose room is not known) both this and `wouldSucceed` may be false: not known.
+    public var wouldFail: Bool {
+        (failure != nil && notRehearsedUpToFailure.isEmpty) || backup?.outcome == .wouldFail
+    }
 
     /// The steps that could not be rehearsed.
     public var notRehearsed: [RehearsedStep] { steps.filter { $0.outcome == .notRehearsed } }
@@ -81,7 +111,11 @@ public struct RehearsedStep: Sendable, Equatable {
     /// Locks earlier steps took that were still held while it ran (PostgreSQL), sorted by relation: the rehearsal
     /// cannot tell whether it asked for them again, and `migrate` takes again those it needs (`HeldLock`).
     public var heldLocks: [HeldLock] = []
-    /// Why it was not rehearsed.
+    /// The steps before it that were not rehearsed, when it ran: it ran without what they do
+    /// (`RehearsalReport.rehearsedAfterNotRehearsed`).
+    public var notRehearsedBefore: [String] = []
+    /// Why it was not rehearsed, or why its success is not known (it ran unlike `migrate`, or after steps that were
+    /// not rehearsed).
     public var note: String?
 
     public init(kind: StepKind, id: String, reason: PlanReason, outcome: Outcome) {

@@ -47,12 +47,52 @@ public struct SchemaSnapshot: Sendable, Equatable {
         /// statement `strata schema` prints), which also holds what the columns and constraints do not (CHECKs on
         /// SQLite, generated columns, table options).
         public var definition: String
+        /// Its foreign keys with the columns on both ends, sorted (by columns, then parent); what `constraints`
+        /// holds as text, for a reader that needs the parts (`SchemaDiagram`). Nil when not known: a snapshot read
+        /// from a file an earlier version of Strata wrote, or built without them. Not compared by
+        /// `SchemaDifference`, which compares the constraints' text.
+        public var foreignKeys: [ForeignKey]?
+        /// The column lists of its UNIQUE constraints (not the primary key, not unique indexes: see `indexes`), each
+        /// in key order, sorted. Nil when not known, as `foreignKeys`.
+        public var uniqueKeys: [[String]]?
 
-        public init(name: String, columns: [Column], constraints: [String], definition: String) {
+        public init(name: String, columns: [Column], constraints: [String], definition: String,
+                    foreignKeys: [ForeignKey]? = nil, uniqueKeys: [[String]]? = nil) {
             self.name = name
             self.columns = columns
             self.constraints = constraints
             self.definition = definition
+            self.foreignKeys = foreignKeys
+            self.uniqueKeys = uniqueKeys
+        }
+    }
+
+    /// A foreign key: `columns` of the table that holds it reference `referencedColumns` of `referencedTable`.
+    public struct ForeignKey: Sendable, Comparable, Codable {
+        /// The constraint's name (PostgreSQL); nil on SQLite, whose catalog does not keep it.
+        public var name: String?
+        /// The referencing columns, in key order.
+        public var columns: [String]
+        /// The referenced table's name as `Table.name` spells it (PostgreSQL: schema-qualified; SQLite: as the table
+        /// was created when it exists, else as the key wrote it).
+        public var referencedTable: String
+        /// The referenced columns, in key order, the parent's primary key when the key named none (SQLite); empty
+        /// when that cannot be told (a SQLite key naming no columns of a table that does not exist).
+        public var referencedColumns: [String]
+
+        public init(name: String? = nil, columns: [String], referencedTable: String, referencedColumns: [String]) {
+            self.name = name
+            self.columns = columns
+            self.referencedTable = referencedTable
+            self.referencedColumns = referencedColumns
+        }
+
+        /// The order snapshots list foreign keys in: by columns, then parent, parent columns and name (byte order).
+        public static func < (a: ForeignKey, b: ForeignKey) -> Bool {
+            let keys = { (key: ForeignKey) in
+                [key.columns.joined(separator: "\0"), key.referencedTable, key.referencedColumns.joined(separator: "\0"), key.name ?? ""]
+            }
+            return keys(a).lexicographicallyPrecedes(keys(b)) { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         }
     }
 

@@ -21,15 +21,36 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
     /// 1-based line and column of the failing statement's start, for errors from a script.
     public let line: Int?
     public let column: Int?
+    /// The constraint the database names as the one refused, where it names one (PostgreSQL's error fields); nil
+    /// otherwise (SQLite names a constraint only in its message).
+    public let constraint: Constraint?
 
     /// An error as a backend reports it: its kind, and its own code.
-    public init(kind: Kind, code: BackendCode?, message: String, sql: String? = nil, line: Int? = nil, column: Int? = nil) {
+    public init(kind: Kind, code: BackendCode?, message: String, sql: String? = nil, line: Int? = nil, column: Int? = nil,
+                constraint: Constraint? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
         self.sql = sql.map(DatabaseError.shorten)
         self.line = line
         self.column = column
+        self.constraint = constraint
+    }
+
+    /// A constraint a database names in an error: for a unique violation, the index that refused the row.
+    public struct Constraint: Sendable, Equatable {
+        /// The schema of its table, where the database says.
+        public let schema: String?
+        /// Its table, where the database says.
+        public let table: String?
+        /// The constraint's (or the unique index's) name.
+        public let name: String
+
+        public init(schema: String?, table: String?, name: String) {
+            self.schema = schema
+            self.table = table
+            self.name = name
+        }
     }
 
     /// An error of a kind detected by Strata itself, before or outside the database.
@@ -44,24 +65,40 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
 
     /// The same error, placed at a line and column of a script.
     package func at(line: Int, column: Int) -> DatabaseError {
-        DatabaseError(kind: kind, code: code, message: message, sql: sql, line: line, column: column)
+        DatabaseError(kind: kind, code: code, message: message, sql: sql, line: line, column: column, constraint: constraint)
     }
 
     /// The same error with another message (the code and place kept).
     package func with(message: String) -> DatabaseError {
-        DatabaseError(kind: kind, code: code, message: message, sql: sql, line: line, column: column)
+        DatabaseError(kind: kind, code: code, message: message, sql: sql, line: line, column: column, constraint: constraint)
+    }
+
+    /// The same error, said to have come from another statement (a step's `COMMIT`).
+    package func from(sql: String) -> DatabaseError {
+        DatabaseError(kind: kind, code: code, message: message, sql: sql, line: line, column: column, constraint: constraint)
     }
 
     /// What went wrong, in terms that do not depend on one database's result codes.
     public enum Kind: String, Sendable, Equatable {
-        /// Another connection held a lock past the busy timeout (or the wait for it was given up: a deadlock, a
-        /// cancelled or timed-out statement), or every connection of a pool stayed in use past its checkout timeout.
+        /// A wait Strata bounded itself ran out: another connection held the lock past the busy timeout (SQLite),
+        /// another deployer held Strata's lock past the connection's lock timeout (PostgreSQL), or every connection
+        /// of a pool stayed in use past its checkout timeout. A statement the server stopped is not `busy`
+        /// (`statementTimeout`, `interrupted`, `deadlock`).
         case busy
         /// A statement gave up waiting for a lock another session held, at the lock timeout the step runs with
         /// (PostgreSQL's `lock_timeout`, or `NOWAIT`). Nothing is wrong with the statement, and the transaction it
         /// ran in was rolled back: run again once that session is done, the same step can succeed. The runner
         /// retries transactional steps that fail this way (`MigrationOptions.lockRetries`).
         case lockNotAvailable
+        /// The database broke a deadlock by failing this statement (PostgreSQL's 40P01): this session and another
+        /// each waited for a lock the other held. The transaction it ran in was rolled back and the other went on;
+        /// run again, the same step can succeed. The runner retries transactional steps that fail this way, as it does
+        /// `lockNotAvailable` (`MigrationOptions.lockRetries`). The message carries the server's detail.
+        case deadlock
+        /// The statement ran longer than the statement timeout in force (PostgreSQL's `statement_timeout`, whether a
+        /// run, a pool call, the role, the database or the server set it) and was stopped; the transaction it ran in
+        /// was rolled back. Not retried: it would likely run as long again.
+        case statementTimeout
         /// A constraint (UNIQUE, NOT NULL, CHECK, FOREIGN KEY) refused the change.
         case constraint
         /// The database or its file is read-only.
@@ -78,11 +115,21 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
         case cannotOpen
         /// Refused by an authorization rule (what a migration may do).
         case authorization
-        /// The statement was stopped by a request to interrupt it (SQLite's `interrupt()`). Nothing is wrong with
-        /// it; what it had changed is undone, and a write interrupted inside a transaction rolls that back too.
+        /// The statement was stopped by a request to interrupt it (SQLite's `interrupt()`; on PostgreSQL a cancel
+        /// request, `pg_cancel_backend()` from another session or a client's cancel). Nothing is wrong with it; what
+        /// it had changed is undone, and a write interrupted inside a transaction rolls that back too. A PostgreSQL
+        /// server whose messages are not in English reports its statement timeouts as this kind too (both are
+        /// SQLSTATE 57014): its message, in its own language, then says which it was.
         case interrupted
         /// An I/O error, corruption, or anything else.
         case other
+    }
+
+    /// Whether the runner rolls back a transactional step that failed with this error and runs it again
+    /// (`MigrationOptions.lockRetries`): it lost a wait for another session's lock, by the lock timeout or as a
+    /// deadlock's victim, and nothing is wrong with the step itself.
+    package var isRetriedByTheRunner: Bool {
+        kind == .lockNotAvailable || kind == .deadlock
     }
 
     public var description: String {

@@ -66,9 +66,9 @@ final class PostgresMigrationTests: XCTestCase {
         let (migrator, db, _) = try project([
             "001_dump.sql": """
                 SELECT pg_catalog.set_config('search_path', '', false);
+                CREATE TABLE public.a (id int);
                 SET lock_timeout = '1ms';
                 SET statement_timeout = '1ms';
-                CREATE TABLE public.a (id int);
                 """,
             "002_next.sql": "CREATE TABLE b (id int); SELECT pg_sleep(0.01);",
         ])

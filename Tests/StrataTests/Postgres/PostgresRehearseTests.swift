@@ -76,7 +76,9 @@ final class PostgresRehearseTests: XCTestCase {
             "003_more.sql": "INSERT INTO authors (id, name) VALUES (3, 'Butler');\n",
         ], migrations: #"<migration file="002_index.sql" transaction="none"/>"#)
         let report = try migrator.rehearse()
-        XCTAssertTrue(report.wouldSucceed)
+        XCTAssertFalse(report.wouldSucceed, "003 ran without the index 002 builds: not known")
+        XCTAssertEqual(report.rehearsedAfterNotRehearsed, ["003_more.sql"])
+        XCTAssertEqual(report.steps.last?.notRehearsedBefore, ["002_index.sql"])
         XCTAssertEqual(report.steps.map { "\($0.id) \($0.outcome.rawValue)" }, ["002_index.sql not-rehearsed", "003_more.sql applied"])
         XCTAssertTrue(report.steps[0].note?.hasPrefix("transaction=\"none\": its statements cannot run inside the rehearsal's transaction") == true,
                       "\(report.steps[0])")

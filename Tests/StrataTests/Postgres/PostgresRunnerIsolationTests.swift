@@ -91,6 +91,54 @@ final class PostgresRunnerIsolationTests: XCTestCase {
         XCTAssertEqual(try db.scalar("SELECT count(*) FROM other_app.strata_history", as: Int.self), 1)
     }
 
+    /// Two applications in one database, each with its history in its own schema, both starting with a file named
+    /// `001_init.sql`, each its own: the second's first migrate is not refused as history-elsewhere, because what
+    /// the first application applied is not this file.
+    func testTwoApplicationsWithTheirOwnHistoriesAndSameNamedFilesBothDeploy() throws {
+        let root = try makeTemporaryDirectory(self)
+        let url = try PostgresServer.shared().url(for: root)
+        var migrators: [Migrator] = []
+        for app in ["app_a", "app_b"] {
+            try write("CREATE TABLE \(app)_items (id int);", to: root.appendingPathComponent("\(app)/001_init.sql"))
+            try write(#"<manifest version="1"><migrations directory="\#(app)"/></manifest>"#, to: root.appendingPathComponent("\(app).xml"))
+            migrators.append(Migrator(manifest: try Manifest.load(path: root.appendingPathComponent("\(app).xml").path),
+                                      database: try PostgresConnection(url: url, schema: app)))
+        }
+        XCTAssertEqual(try migrators[0].migrate().applied.map(\.id), ["001_init.sql"])
+        XCTAssertEqual(try migrators[1].status().map(\.state), [.pending])
+        XCTAssertEqual(try migrators[1].migrate().applied.map(\.id), ["001_init.sql"])
+        let db = try PostgresConnection(url: url)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM app_b.strata_history", as: Int.self), 1)
+        XCTAssertTrue(try db.tableExists("app_b_items"))
+    }
+
+    /// Two applications whose first files are the same boilerplate (`CREATE EXTENSION …`), each with its own
+    /// history schema: the second's first run cannot tell the first's history from its own left behind, so it
+    /// refuses, saying how to go on; `--new-history` (`MigrationOptions.newHistory`) says it is another
+    /// application's, and once the second has a history of its own it is never asked again.
+    func testASecondApplicationWithTheSameFirstFileStartsItsHistoryWhenTold() throws {
+        let root = try makeTemporaryDirectory(self)
+        let url = try PostgresServer.shared().url(for: root)
+        func migrator(_ app: String) throws -> Migrator {
+            try write("CREATE EXTENSION IF NOT EXISTS pgcrypto;", to: root.appendingPathComponent("\(app)/001_extensions.sql"))
+            try write(#"<manifest version="1"><migrations directory="\#(app)"/></manifest>"#, to: root.appendingPathComponent("\(app).xml"))
+            return Migrator(manifest: try Manifest.load(path: root.appendingPathComponent("\(app).xml").path),
+                            database: try PostgresConnection(url: url, schema: "hist_\(app)"))
+        }
+        XCTAssertEqual(try migrator("a").migrate().applied.count, 1)
+        let second = try migrator("b")
+        guard case .refused(let refusals)? = assertThrows(MigrationError.self, { try second.migrate() }) else {
+            return XCTFail("not refused")
+        }
+        XCTAssertEqual(refusals.map(\.reason), [.historyElsewhere])
+        XCTAssertTrue(refusals.first?.message.contains("if it is another application's whose files match these, run once with --new-history") ?? false,
+                      "\(refusals)")
+        var options = MigrationOptions()
+        options.newHistory = true
+        XCTAssertEqual(try second.migrate(options).applied.map(\.id), ["001_extensions.sql"])
+        XCTAssertEqual(try second.status().map(\.state), [.applied], "no flag needed once it has a history")
+    }
+
     // MARK: Exactly once
 
     /// `pg_advisory_unlock_all()` in a file releases the deployers' lock too; another deployer could then run the
@@ -141,6 +189,88 @@ final class PostgresRunnerIsolationTests: XCTestCase {
         XCTAssertEqual(process.terminationStatus, 0)
         XCTAssertEqual(try watcher.scalar("SELECT count(*) FROM t", as: Int.self), 1)
         XCTAssertEqual(try watcher.history.record(kind: .migration, identity: "002_none.sql")?.state, .applied)
+    }
+
+    /// The claim of a running `transaction="none"` step lives on an idle session of its own, which the server may
+    /// end with the runner alive: `idle_session_timeout` on the database, or a script terminating idle sessions.
+    /// The step is still `running` (the session running the file is there), `resolve` refuses, and the file runs
+    /// once; only when the runner is gone is the step dirty.
+    func testANoneStepWhoseClaimSessionTheServerEndedIsStillRunningNotDirty() throws {
+        for ending in ["idle_session_timeout", "pg_terminate_backend"] {
+            let project = try Project.postgresWithPendingNoneStep(self, first: "CREATE TABLE t (id int);", file: "002_none.sql",
+                sql: "SELECT count(*) FROM t;\nINSERT INTO t VALUES (1);")
+            let watcher = try PostgresTestDatabase(project.root).connection
+            let database = try XCTUnwrap(try watcher.scalar("SELECT current_database()", as: String.self))
+            if ending == "idle_session_timeout" {
+                try watcher.execute("ALTER DATABASE \(quoteIdentifier(database)) SET idle_session_timeout = '1s'", .none)
+            }
+            let blocker = try PostgresTestDatabase(project.root).connection
+            try blocker.execute("BEGIN")
+            try blocker.execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+            let (process, _, _) = try startStrata(["migrate", "--manifest", project.manifestPath, "--database", project.location],
+                                                  in: project.root)
+            func waitFor(_ what: String, _ condition: () throws -> Bool) throws {
+                let deadline = ContinuousClock.now + .seconds(60)
+                while try !condition() {
+                    guard ContinuousClock.now < deadline, process.isRunning else { throw Project.SetupFailure(description: "\(ending): \(what)") }
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+            }
+            try waitFor("the none step never waited for the lock") {
+                try watcher.scalar("""
+                    SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT count(*) FROM t%' AND wait_event_type = 'Lock'
+                    """, as: Int.self) != 0
+            }
+            if ending == "pg_terminate_backend" {
+                try watcher.execute("""
+                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE datname = current_database() AND application_name = 'strata step claim'
+                    """, .none)
+            }
+            try waitFor("the claim session never ended") {
+                try watcher.scalar("""
+                    SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'strata step claim'
+                    """, as: Int.self) == 0
+            }
+            XCTAssertFalse(PostgresStepLocks(connection: watcher).isHeld(kind: .migration, id: "002_none.sql"), ending)
+            let status = try project.strataOnBackend(["status", "--format", "json"])
+            XCTAssertEqual(status.status, 0, "\(ending): \(status.stderr)")
+            XCTAssertTrue(status.stdout.contains(#""id":"002_none.sql","state":"running""#), "\(ending): \(status.stdout)")
+            let resolve = try project.strataOnBackend(["resolve", "002_none.sql", "--rolled-back"])
+            XCTAssertEqual(resolve.status, 3, "\(ending): \(resolve.stderr)")
+            XCTAssertTrue(resolve.stderr.contains("is being applied now"), "\(ending): \(resolve.stderr)")
+            try blocker.execute("COMMIT")
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 0, ending)
+            try watcher.execute("ALTER DATABASE \(quoteIdentifier(database)) RESET idle_session_timeout", .none)
+            XCTAssertEqual(try project.strataOnBackend(["migrate"]).status, 0)
+            XCTAssertEqual(try watcher.scalar("SELECT count(*) FROM t", as: Int.self), 1, "\(ending): the file ran once")
+            XCTAssertEqual(try watcher.history.record(kind: .migration, identity: "002_none.sql")?.state, .applied, ending)
+        }
+    }
+
+    /// Once the runner is gone as well, its step is dirty, as before: the record names a session that no longer
+    /// exists, and the claim is free.
+    func testANoneStepWhoseRunnerSessionIsGoneIsDirty() throws {
+        let project = try Project.postgresWithPendingNoneStep(self, first: "CREATE TABLE t (id int);", file: "002_none.sql",
+            sql: "INSERT INTO t VALUES (1);")
+        let db = try PostgresTestDatabase(project.root).connection
+        // A session that ends when its connection is released here.
+        let session = try XCTUnwrap(try RunnerSession.current(try PostgresConnection(url: project.location)))
+        try db.history.create()
+        try db.history.write(HistoryRecord(kind: .migration, identity: "002_none.sql", checksum: "x", checksumVersion: 2,
+                                           appliedAt: "2026-01-01T00:00:00Z", durationMs: nil, rowCount: nil, state: .running,
+                                           toolVersion: "0", appliedSQL: nil, runner: "elsewhere:1", error: nil,
+                                           runnerSession: session))
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try db.scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int4",
+                            [try XCTUnwrap(RunnerSession(session)).pid], as: Int.self) != 0 {
+            guard ContinuousClock.now < deadline else { return XCTFail("the closed session never ended") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let status = try project.strataOnBackend(["status", "--format", "json"])
+        XCTAssertTrue(status.stdout.contains(#""id":"002_none.sql","state":"dirty""#), status.stdout)
+        XCTAssertEqual(try project.strataOnBackend(["resolve", "002_none.sql", "--rolled-back"]).status, 0)
     }
 
     // MARK: Reading strings as the server does

@@ -41,6 +41,12 @@ final class PostgresServer: @unchecked Sendable {
         return url
     }
 
+    /// The URI of a database on this server as another login role, with its password (a server named by
+    /// `STRATA_TEST_POSTGRES_URL` may ask for one; the throwaway server trusts local connections).
+    func url(database: String, user: String, password: String) -> String {
+        "postgresql://\(user):\(password)@/\(database)?host=\(base.host)&port=\(base.port)"
+    }
+
     /// The libpq keyword/value string of a database on this server, with `extra` (e.g. `password=…`) appended.
     func keywordValue(database: String, extra: String = "") -> String {
         func quoted(_ value: String) -> String {

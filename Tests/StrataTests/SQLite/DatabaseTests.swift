@@ -728,7 +728,7 @@ extension DatabaseTests {
         XCTAssertEqual(assertThrows(DatabaseError.self) {
             try Database(path: dir.appendingPathComponent("no/such/dir.sqlite").path)
         }?.kind, .cannotOpen)
-        for kind in [DatabaseError.Kind.busy, .lockNotAvailable, .constraint, .readOnly, .diskFull, .syntax, .misuse, .conversion,
+        for kind in [DatabaseError.Kind.busy, .lockNotAvailable, .deadlock, .statementTimeout, .constraint, .readOnly, .diskFull, .syntax, .misuse, .conversion,
                      .cannotOpen, .authorization, .interrupted, .other] {
             XCTAssertEqual(DatabaseError(kind: kind, message: "m").kind, kind, "an error made by kind keeps it")
         }

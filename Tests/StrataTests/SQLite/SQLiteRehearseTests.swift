@@ -180,7 +180,9 @@ final class SQLiteRehearseTests: XCTestCase {
                        ["002_attach.sql not-rehearsed", "003_export.sql not-rehearsed", "004_next.sql applied"])
         XCTAssertTrue(report.steps[0].note?.contains("002_attach.sql:1: ATTACH would open") == true, "\(report.steps[0])")
         XCTAssertTrue(report.steps[1].note?.contains("VACUUM INTO") == true, "\(report.steps[1])")
-        XCTAssertTrue(report.wouldSucceed)
+        XCTAssertFalse(report.wouldSucceed, "004 ran without what 002 and 003 do: not known")
+        XCTAssertEqual(report.rehearsedAfterNotRehearsed, ["004_next.sql"])
+        XCTAssertEqual(report.steps[2].notRehearsedBefore, ["002_attach.sql", "003_export.sql"])
         XCTAssertEqual(report.notRehearsed.count, 2)
         for name in ["other.sqlite", "export.sqlite"] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: project.root.appendingPathComponent(name).path), name)

@@ -19,8 +19,8 @@ import Darwin
 /// where a statement ends.
 ///
 /// It lives in the core, not in the SQLite backend, because checksum version 2 is defined by it: a recorded
-/// checksum must keep its meaning whatever database the file later runs on. A backend whose literals differ
-/// (PostgreSQL's dollar quoting) brings its own splitter, and its checksums a version of their own.
+/// checksum must keep its meaning whatever database the file later runs on. PostgreSQL's literals differ (dollar
+/// quoting, `E'…'` escapes): its lexer (`PostgresLexer`), beside this one, defines version 3.
 package struct SQLScanner {
     package init() {}
 

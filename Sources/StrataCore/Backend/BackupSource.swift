@@ -16,9 +16,14 @@ public protocol BackupSource {
     /// reads is exactly what is copied, and no commit can come between. What it throws is thrown as it is, and
     /// nothing is copied. `Migrator` checks there that no step is half-applied in the state it backs up.
     func writeBackup(to path: String, checkingFirst check: () throws -> Void) throws
+    /// The size in bytes of the copy `writeBackup` would write now (SQLite: page count × page size), for judging
+    /// ahead whether it fits (`Migrator.rehearse`); nil where it cannot be told.
+    var backupByteCount: Int64? { get }
 }
 
 extension BackupSource {
+    public var backupByteCount: Int64? { nil }
+
     /// Writes one committed state of the database into `path`, checked and synced (`writeBackup(to:checkingFirst:)`
     /// with nothing to check).
     public func writeBackup(to path: String) throws {

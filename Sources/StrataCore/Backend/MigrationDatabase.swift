@@ -54,9 +54,9 @@ public protocol MigrationDatabase: DatabaseConnection {
     /// those another session is building now. None on a backend where every statement is all or nothing.
     func unfinishedObjects() throws -> [UnfinishedObject]
     /// Strata histories in the database other than `history`, where a database can hold several (PostgreSQL: one
-    /// per schema): where each is, and the steps it records (`kind/identity`), so that a history looked for in a
-    /// new place is not mistaken for a database where nothing ran.
-    func otherHistories() throws -> [(location: String, steps: Set<String>)]
+    /// per schema): where each is, and what it records, so that a history looked for in a new place is not mistaken
+    /// for a database where nothing ran.
+    func otherHistories() throws -> [OtherHistory]
     /// Why `MigrationOptions.backup` cannot be honoured on this database, and what to use instead: the refusal's
     /// message on a backend that is no `BackupSource`.
     var backupUnavailableReason: String { get }
@@ -71,13 +71,27 @@ extension MigrationDatabase {
     public func unfinishedObjects() throws -> [UnfinishedObject] { [] }
 
     /// A SQLite database holds one history.
-    public func otherHistories() throws -> [(location: String, steps: Set<String>)] { [] }
+    public func otherHistories() throws -> [OtherHistory] { [] }
 
     /// What `MigrationOptions.backup` copies: the connection itself where its backend can copy its database.
     public var backupSource: (any BackupSource)? { self as? any BackupSource }
 
     public var backupUnavailableReason: String {
         "a backup (--backup, <database backup>) copies a SQLite database file; this \(dialect.backend.displayName) database has no backup Strata takes: back it up with the database's own tools before migrating, and migrate without --backup"
+    }
+}
+
+/// A Strata history other than the one a connection uses (`MigrationDatabase.otherHistories`).
+public struct OtherHistory: Sendable, Equatable {
+    /// Where it is, for messages: `strata_history in schema app_a`.
+    public let location: String
+    /// The checksum of each step it records (deleted ones left out), as `version:hex` by `kind/identity`; nil when
+    /// this connection's role may not read it.
+    public let checksums: [String: String]?
+
+    public init(location: String, checksums: [String: String]?) {
+        self.location = location
+        self.checksums = checksums
     }
 }
 
@@ -94,65 +108,7 @@ public struct StatementLimits: Sendable, Equatable {
     }
 }
 
-/// Reads and writes `strata_history`: one row per step, the same columns on every backend (see the README).
-public protocol HistoryStorage {
-    /// Whether the table exists (reading never creates it).
-    func exists() throws -> Bool
-    /// Creates the table when absent; safe to race with other processes.
-    func create() throws
-    /// Every record in the order they were written; none when the table does not exist.
-    func all() throws -> [HistoryRecord]
-    func record(kind: StepKind, identity: String) throws -> HistoryRecord?
-    /// Inserts or replaces the record of one step.
-    func write(_ record: HistoryRecord) throws
-    func delete(kind: StepKind, identity: String) throws
-}
-
-/// How a `transaction="none"` step is claimed: a lock held by the running process for as long as its `running`
-/// history row stands, released by the system when the process dies, so a row left by a dead runner is told
-/// from one still being applied.
-public protocol StepLocking {
-    /// Takes the step's lock without waiting: nil when another process holds it.
-    func claim(kind: StepKind, id: String) throws -> (any StepClaim)?
-    /// Whether a live process holds the step's lock.
-    func isHeld(kind: StepKind, id: String) -> Bool
-}
-
-/// A step's lock, held until released (or the process ends).
-public protocol StepClaim: AnyObject {
-    func release()
-}
-
-/// Foreign key violations that were in the database before a run, which a step is not blamed for.
-public protocol ForeignKeyBaseline: AnyObject {
-    /// How many violations it excuses.
-    var count: Int { get }
-    /// The violations now that it does not excuse; it narrows to those still there, for the next step.
-    func newViolations() throws -> [ForeignKeyViolation]
-}
-
 /// A connection's state, put back after a step.
 public protocol SessionSnapshot {
     func restore() throws
-}
-
-/// One foreign key violation: the row (where the database can name it) and the parent it should refer to.
-public struct ForeignKeyViolation: Sendable, Hashable, CustomStringConvertible {
-    public let table: String
-    /// The row's id, or nil where the table has none (SQLite's WITHOUT ROWID tables).
-    public let rowid: Int64?
-    public let parent: String
-    /// Which of the table's foreign keys.
-    public let constraint: Int
-
-    public init(table: String, rowid: Int64?, parent: String, constraint: Int) {
-        self.table = table
-        self.rowid = rowid
-        self.parent = parent
-        self.constraint = constraint
-    }
-
-    public var description: String {
-        "\(table) row \(rowid.map(String.init) ?? "(without rowid)") references a missing row in \(parent)"
-    }
 }

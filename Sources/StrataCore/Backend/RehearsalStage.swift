@@ -19,6 +19,9 @@ package protocol RehearsalStage: AnyObject {
     func reasonNotRehearsed(_ step: PlanStep) -> String?
     /// Called right before `step` runs.
     func willRun(_ step: PlanStep) throws
+    /// Called inside the transaction of a step that runs in one (not a `transaction="none"` file), after it ran
+    /// and just before its commit (SQLite: the page count then, before `auto_vacuum` truncates the file).
+    func beforeCommit(_ step: PlanStep) throws
     /// Called right after `step` was applied: the rows it changed per table and the locks it took.
     func didRun(_ step: PlanStep) throws -> (tables: [TableRowChanges], locks: [TableLock])
     /// Why the step that failed last, with `failure`, was stopped by the stage itself, which `migrate` would not be
@@ -26,10 +29,15 @@ package protocol RehearsalStage: AnyObject {
     /// transaction refused what a commit between steps allows), or nil when it failed as it would in `migrate`.
     func stoppedByStage(_ failure: StepFailure) -> String?
     /// Why the step `didRun` last measured, which ran to its end here, may not do in `migrate` what it did here
-    /// (PostgreSQL: deferred constraints checked at once), or nil.
+    /// (PostgreSQL: it may meet a constraint declared `INITIALLY DEFERRED`, checked at once here; SQLite: the copy
+    /// is on another filesystem, and what the steps need of the database's does not fit it, or cannot be
+    /// measured), or nil.
     func unlikeMigrate(_ step: PlanStep) -> String?
     /// The locks earlier steps took that were still held while the step `didRun` last measured ran.
     var heldLocks: [HeldLock] { get }
+    /// Where the steps ran on another filesystem than the database's: what they need of it against what it has
+    /// (`RehearsalReport.room`), read after the last step; nil on the database's own.
+    var room: String? { get }
     /// Ends the rehearsal so that nothing it did remains (the copy removed, the transaction rolled back), and returns
     /// what even that cannot undo (sequence values drawn). Called once, whatever happened before.
     func discard() throws -> [SequenceAdvance]
@@ -41,6 +49,8 @@ extension RehearsalStage {
     /// A stage of its own (a copy) shares no lock and no session with the database.
     package var heldLocks: [HeldLock] { [] }
     package var sessionLeftovers: [SessionLeftover] { [] }
+    package var room: String? { nil }
     package func stoppedByStage(_ failure: StepFailure) -> String? { nil }
     package func unlikeMigrate(_ step: PlanStep) -> String? { nil }
+    package func beforeCommit(_ step: PlanStep) throws {}
 }

@@ -1,0 +1,28 @@
+/// Foreign key violations that were in the database before a run, which a step is not blamed for.
+public protocol ForeignKeyBaseline: AnyObject {
+    /// How many violations it excuses.
+    var count: Int { get }
+    /// The violations now that it does not excuse; it narrows to those still there, for the next step.
+    func newViolations() throws -> [ForeignKeyViolation]
+}
+
+/// One foreign key violation: the row (where the database can name it) and the parent it should refer to.
+public struct ForeignKeyViolation: Sendable, Hashable, CustomStringConvertible {
+    public let table: String
+    /// The row's id, or nil where the table has none (SQLite's WITHOUT ROWID tables).
+    public let rowid: Int64?
+    public let parent: String
+    /// Which of the table's foreign keys.
+    public let constraint: Int
+
+    public init(table: String, rowid: Int64?, parent: String, constraint: Int) {
+        self.table = table
+        self.rowid = rowid
+        self.parent = parent
+        self.constraint = constraint
+    }
+
+    public var description: String {
+        "\(table) row \(rowid.map(String.init) ?? "(without rowid)") references a missing row in \(parent)"
+    }
+}

@@ -1,0 +1,13 @@
+/// Reads and writes `strata_history`: one row per step, the same columns on every backend (see the README).
+public protocol HistoryStorage {
+    /// Whether the table exists (reading never creates it).
+    func exists() throws -> Bool
+    /// Creates the table when absent; safe to race with other processes.
+    func create() throws
+    /// Every record in the order they were written; none when the table does not exist.
+    func all() throws -> [HistoryRecord]
+    func record(kind: StepKind, identity: String) throws -> HistoryRecord?
+    /// Inserts or replaces the record of one step.
+    func write(_ record: HistoryRecord) throws
+    func delete(kind: StepKind, identity: String) throws
+}

@@ -1,0 +1,40 @@
+/// A migration's down, run by `Migrator.rollback` in one transaction with its history change: the step's row goes
+/// and an audit row is written (`StepContext.recordRollback`), or, when the down fails, nothing changes. A down that
+/// asks to run outside a transaction runs as a `transaction="none"` file does (`NoneStepExecutor`).
+struct DownStepExecutor: StepExecutor {
+    let migration: MigrationStep
+    /// Nil only where the plan was not checked: the step then fails, and nothing runs.
+    let down: MigrationDown?
+    /// The manifest's seeds: those whose tables the down drops are forgotten with it.
+    let seeds: [SeedStep]
+
+    var retriesLockTimeouts: Bool { down?.runsInTransaction ?? false }
+
+    func apply(in context: StepContext) throws -> StepOutcome {
+        guard let down else {
+            throw StepFailure(.migration(migration), message: "\(migration.id) has no down: nothing undoes it")
+        }
+        guard down.runsInTransaction else {
+            return try NoneStepExecutor(migration: migration, down: down, seeds: seeds).apply(in: context)
+        }
+        let step = PlanStep.migration(migration)
+        let started = ContinuousClock.now
+        let script = MigrationScript(migration: migration, database: context.database, part: .down(down))
+        return try context.reportingLockTimeout {
+            try context.database.withForeignKeys(enforced: migration.enforcesForeignKeys) {
+                try context.inStepTransaction(step, alreadyApplied: .alreadyApplied) { record in
+                    // Rolled back by another run meanwhile (or never applied here): nothing to undo.
+                    guard let record, record.isApplied else { throw AppliedElsewhere() }
+                    try context.book.confirmUnchanged(record, of: step)
+                    let ran = try script.run(context.progress)
+                    try context.confirmReviewed(step, checksum: ran.checksum)
+                    try script.checkForeignKeys(context.foreignKeys)
+                    let durationMs = milliseconds(since: started)
+                    try context.recordRollback(of: step, record, down: ran, durationMs: durationMs, seeds: seeds)
+                    try context.watcher?.beforeCommit(step)
+                    return .applied(rows: nil, durationMs: durationMs)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+/// Progress of a running `migrate`, for rendering.
+public enum MigrationEvent: Sendable {
+    case started(PlanStep, PlanReason)
+    case finished(AppliedStep)
+    case seedProgress(id: String, rows: Int, bytesRead: Int, totalBytes: Int)
+    /// A migration file being read and run; reported per chunk read (1 MiB).
+    case scriptProgress(id: String, bytesRead: Int, totalBytes: Int)
+    case waiting(String)
+    /// A transactional step failed because a statement gave up waiting for a lock, or the database chose it to break
+    /// a deadlock; it was rolled back and runs again after `delay`. `retry` counts from 1 up to `of`
+    /// (`MigrationOptions.lockRetries`); `reason` is the failure (`file:line:column: message`, naming the session
+    /// that held the lock where the database can tell).
+    case retrying(id: String, retry: Int, of: Int, delay: Duration, reason: String)
+    /// Something the run found worth saying that stops nothing (foreign key violations that predate it).
+    case notice(String)
+    /// The backup `MigrationOptions.backup` asked for is in place, checked and synced; no step has run yet.
+    case backedUp(DatabaseBackup)
+}

@@ -1,0 +1,46 @@
+/// A reason `migrate` refuses to start (exit code 3).
+public struct Refusal: Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: String, Sendable, Equatable, Codable {
+        case drift, missing, dirty, outOfOrder = "out-of-order", invalidSQL = "invalid-sql", seedOrder = "seed-order",
+             planChanged = "plan-changed"
+        /// The database's backend is not one the manifest has migrations for (every migration is marked for another).
+        case backend
+        /// The database cannot be written (a read-only file, a hot standby).
+        case readOnly = "read-only"
+        /// The database cannot load a seed the way its mode says (`SQLDialect.seedRefusal`).
+        case seedMode = "seed-mode"
+        /// An interrupted build left an object unusable (`UnfinishedObject`), and the plan holds a
+        /// `transaction="none"` migration that could build on it (`CREATE INDEX CONCURRENTLY IF NOT EXISTS` would
+        /// keep an INVALID index and be recorded as applied).
+        case unfinished
+        /// The history is not where this connection looks, and another history in the database records steps of
+        /// this manifest (`MigrationDatabase.otherHistories`).
+        case historyElsewhere = "history-elsewhere"
+        /// A Swift code step is due and no body is registered for it (`Migrator.register`); the `strata` command
+        /// registers none, so it refuses every plan with a pending code step.
+        case codeStep = "code-step"
+        /// A registered code step the manifest does not list, or one registered twice.
+        case codeRegistration = "code-registration"
+        /// A step `rollback` would undo has nothing that undoes it: a migration without a down, a code step without a
+        /// registered down body.
+        case noDown = "no-down"
+        /// A backup was asked for (`MigrationOptions.backup`) of a database whose backend has none Strata takes
+        /// (PostgreSQL); the message says what to use instead.
+        case backup
+        /// `rehearse` cannot run the plan where nothing is kept: no room for a copy, a step being applied by another
+        /// process right now, or a database whose backend offers no way to rehearse.
+        case notRehearsable = "not-rehearsable"
+    }
+
+    public let reason: Reason
+    public let id: String
+    public let message: String
+
+    public init(reason: Reason, id: String, message: String) {
+        self.reason = reason
+        self.id = id
+        self.message = message
+    }
+
+    public var description: String { message }
+}

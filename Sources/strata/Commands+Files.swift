@@ -1,0 +1,65 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Strata
+
+/// `validate`, `new` and `completion`: the manifest and its files, without a database.
+extension Commands {
+    func validate() throws -> Int32 {
+        let manifest = try self.manifest()
+        // validate reads files only: no database is opened; each backend's plan is linted with its dialect.
+        let (problems, unchecked) = Migrator.lint(manifest, dialect: DatabaseTargets.dialect(for:))
+        for warning in unchecked { output.log("warning: \(warning)") }
+        let warnings = JSON.array((manifest.warnings + unchecked).map(Self.json))
+        if !problems.isEmpty {
+            output.object(["command": "validate", "valid": false, "problems": .array(problems.map(Self.json)),
+                           "warnings": warnings])
+            printError(problems.map(\.description).joined(separator: "\n"))
+            return ExitCode.stepFailed
+        }
+        // A manifest with backend marks says how many migrations each checked plan has.
+        let plans = manifest.validatedBackends.map { ($0, manifest.migrations(for: $0).count) }
+        let perBackend = manifest.migrations.contains { $0.backends != nil }
+            ? " (" + plans.map { "\($0.0.displayName) \($0.1)" }.joined(separator: ", ") + ")" : ""
+        let summary = counted(manifest.migrations.count, "migration") + perBackend + ", "
+            + counted(manifest.seeds.count, "seed") + ", " + counted(manifest.models.count, "model")
+        output.line("ok: \(summary)")
+        output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
+                       "plans": .object(plans.map { ($0.0.rawValue, .optional($0.1)) }),
+                       "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count),
+                       "warnings": warnings])
+        return ExitCode.success
+    }
+
+    func newMigration() throws -> Int32 {
+        var backend: DatabaseBackend?
+        if let name = invocation.value("backend") {
+            guard let named = DatabaseBackend(rawValue: name) else {
+                throw UsageError("--backend must be \(DatabaseBackend.allCases.map(\.rawValue).joined(separator: " or ")), not '\(name)'")
+            }
+            backend = named
+        }
+        let created = try MigrationFile.create(named: invocation.positionals[0], in: try manifest(), backend: backend)
+        output.line("created \(displayPath(created))")
+        output.object(["command": "new", "path": .string(displayPath(created))])
+        return ExitCode.success
+    }
+
+    func completion() throws -> Int32 {
+        let shell = invocation.positionals[0]
+        guard Completion.shells.contains(shell) else {
+            throw UsageError("no completion for '\(shell)'; the shells are: \(Completion.shells.joined(separator: ", "))")
+        }
+        let script = Completion.bash()
+        if !output.json && !output.quiet { StandardOutput.print(script, terminator: "") }
+        output.object(["command": "completion", "shell": .string(shell), "script": .string(script)])
+        return ExitCode.success
+    }
+}
