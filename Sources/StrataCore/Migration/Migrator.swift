@@ -153,7 +153,8 @@ public struct Migrator {
              _ progress: ((MigrationEvent) -> Void)?) throws -> MigrationReport {
         var loop = RunLoop(database: database, options: options, codeBodies: codeBodies, watcher: watcher, progress: progress)
         loop.codeDowns = codeDowns
-        loop.seeds = manifest.seeds
+        loop.rollbackScope = RollbackScope(seeds: manifest.seeds,
+                                           neverUndone: Set(manifest.migrations.filter(\.repeatable).map(\.id)))
         return try loop.run(steps)
     }
 

@@ -3,6 +3,8 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
     public enum Reason: String, Sendable, Equatable, Codable {
         case drift, missing, dirty, outOfOrder = "out-of-order", invalidSQL = "invalid-sql", seedOrder = "seed-order",
              planChanged = "plan-changed"
+        /// A step in the way of a `rollback` is being applied or rolled back by another run right now.
+        case inProgress = "in-progress"
         /// The database's backend is not one the manifest has migrations for (every migration is marked for another).
         case backend
         /// The database cannot be written (a read-only file, a hot standby).
