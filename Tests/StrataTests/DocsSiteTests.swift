@@ -12,14 +12,18 @@ final class DocsSiteTests: XCTestCase {
     func testTheBuiltSiteShowsTheRootPageAndAnArticle() throws {
         let chromium = try Self.chromium()
         let site = try builtSite()
-        let server = try SiteServer(serving: site, test: self)
+        let server = try SiteServer(serving: site)
+        defer { server.stop() }
 
         for (page, file) in [("documentation/strata", "Strata.md"), ("documentation/strata/gettingstarted", "GettingStarted.md")] {
             let expected = try ArticleText(catalog.appendingPathComponent(file))
-            let dom = try render(try server.url(page), with: chromium)
-            XCTAssertTrue(dom.contains(expected.title), "\(page): the rendered page has no title \"\(expected.title)\"")
-            XCTAssertTrue(dom.contains(expected.sentence),
-                          "\(page): the rendered page does not show \"\(expected.sentence)\" from \(file): \(dom.prefix(2000))")
+            // The body only: the shell's <head> gets the title and abstract as metadata too.
+            let body = try render(try server.url(page), with: chromium).components(separatedBy: "<body").dropFirst().joined()
+            let heading = try NSRegularExpression(pattern: ">\\s*" + NSRegularExpression.escapedPattern(for: expected.title) + "\\s*</")
+            XCTAssertNotNil(heading.firstMatch(in: body, range: NSRange(body.startIndex..., in: body)),
+                            "\(page): the rendered page has no element reading \"\(expected.title)\": \(body.prefix(2000))")
+            XCTAssertTrue(body.contains(expected.sentence),
+                          "\(page): the rendered page does not show \"\(expected.sentence)\" from \(file): \(body.prefix(2000))")
         }
 
         // The checks tell a page from a blank one: a page the site does not have shows neither.
@@ -45,7 +49,7 @@ final class DocsSiteTests: XCTestCase {
         environment["STRATA_BUILD_LOCK"] = nil
         script.environment = environment
         let log = try makeTemporaryDirectory(self).appendingPathComponent("docs.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         script.standardOutput = handle
         script.standardError = handle
@@ -71,16 +75,17 @@ final class DocsSiteTests: XCTestCase {
         browser.standardOutput = out
         // Chromium logs freely; a file, so a full pipe cannot stall it.
         let log = profile.appendingPathComponent("chromium.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let logHandle = try FileHandle(forWritingTo: log)
         browser.standardError = logHandle
         try browser.run()
         // A guard against a browser that never exits, not a timing assumption: a normal render takes seconds.
-        let watchdog = DispatchWorkItem { if browser.isRunning { browser.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 180, execute: watchdog)
+        let pid = browser.processIdentifier
+        let hangGuard = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 300, execute: hangGuard)
         let dom = out.fileHandleForReading.readDataToEndOfFile()
         browser.waitUntilExit()
-        watchdog.cancel()
+        hangGuard.cancel()
         try logHandle.close()
         XCTAssertEqual(browser.terminationStatus, 0, "chromium failed on \(url): \((try? String(contentsOf: log, encoding: .utf8))?.suffix(2000) ?? "")")
         return ArticleText.collapsingWhitespace(String(decoding: dom, as: UTF8.self))
@@ -153,26 +158,23 @@ private struct DocsSiteError: Error, CustomStringConvertible {
 }
 
 /// `python3 -m http.server` serving a directory on loopback, on a port the system picks (port 0, read back from
-/// the server's first line), stopped when the test ends.
-private struct SiteServer {
+/// the server's first line), until `stop()`.
+private final class SiteServer {
     let port: Int
+    private let server: Process
 
-    init(serving directory: URL, test: XCTestCase) throws {
+    init(serving directory: URL) throws {
         guard let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
             .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) ?? Self.pythonOnPath() else {
             throw XCTSkip("SKIPPED: python3 is not installed; the docs site was not served")
         }
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: python)
-        server.arguments = ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", directory.path]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", directory.path]
         let out = Pipe()
-        server.standardOutput = out
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        test.addTeardownBlock {
-            server.terminate()
-            server.waitUntilExit()
-        }
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
         // "Serving HTTP on 127.0.0.1 port 41237 (http://127.0.0.1:41237/) ..."; read until it appears or the
         // server exits (availableData is empty at end of file).
         var printed = ""
@@ -185,8 +187,17 @@ private struct SiteServer {
                 found = Int(printed[range].dropFirst(5))
             }
         }
-        guard let found else { throw DocsSiteError("python3 -m http.server did not start: \(printed)") }
+        guard let found else {
+            process.terminate()
+            throw DocsSiteError("python3 -m http.server did not start: \(printed)")
+        }
         port = found
+        server = process
+    }
+
+    func stop() {
+        server.terminate()
+        server.waitUntilExit()
     }
 
     func url(_ path: String) throws -> URL {
