@@ -15,7 +15,9 @@
 /// the plan id), `HistoryBook` (comparing records with files), `RunLoop` (the steps in order) and one
 /// `StepExecutor` per kind of step, `Maintenance` (baseline, repair, resolve) and `MigrationLint`.
 public struct Migrator {
+    /// The manifest whose plan the migrator runs.
     public let manifest: Manifest
+    /// The database it brings up to date.
     public let database: any MigrationDatabase
     /// The bodies of code steps, by name (`register(_:_:)`).
     var codeBodies: [String: CodeBody] = [:]
@@ -24,6 +26,7 @@ public struct Migrator {
     /// Names registered more than once: refused before anything runs rather than one body silently replacing another.
     private var registeredTwice: [String] = []
 
+    /// Creates a migrator bringing `database` up to date with `manifest`.
     public init(manifest: Manifest, database: any MigrationDatabase) {
         self.manifest = manifest
         self.database = database
