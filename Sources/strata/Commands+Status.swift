@@ -59,11 +59,10 @@ extension Commands {
         }
         let undoing = invocation.spec.name == "rollback"
         if plan.steps.isEmpty {
-            output.line(undoing ? "Nothing to roll back in \(path)." : "Nothing to do: \(path) is up to date.")
-        } else if undoing {
-            output.line("rollback would undo \(counted(plan.steps.count, "step")) of \(path), in this order (plan id \(plan.id)):")
+            output.line(undoing ? "Nothing to roll back in \(path)." : Self.nothingToDo(path, to: invocation.value("to")))
         } else {
-            output.line("migrate would apply \(counted(plan.steps.count, "step")) to \(path) (plan id \(plan.id)):")
+            output.line(undoing ? "rollback would undo \(counted(plan.steps.count, "step")) of \(path), in this order (plan id \(plan.id)):"
+                        : "migrate would apply \(counted(plan.steps.count, "step")) to \(path) (plan id \(plan.id)):")
             let lines = table(zip(plan.steps, sections).map(Self.plannedRow)).split(separator: "\n")
             for (line, text) in zip(lines, sql) {
                 output.line(String(line))

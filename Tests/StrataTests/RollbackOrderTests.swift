@@ -163,4 +163,52 @@ final class RollbackOrderTests: XCTestCase {
             }
         }
     }
+
+    /// What the command says is true of the state it leaves: the dry run lists its downs; a failed down says its
+    /// step stays applied; `--to` with nothing to do does not call the database up to date; `--steps` past what is
+    /// applied says so; a rehearsed rollback speaks of undoing; a rollback of a database that does not exist fails
+    /// and creates nothing.
+    func testTheRollbackCommandSaysWhatIsTrueOfTheStateItLeaves() throws {
+        try forEachBackend { backend in
+            var files = Self.three
+            files["sql/004_more.sql"] = Self.migration("CREATE TABLE more (id INTEGER);", "DROP TABLE more;")
+            let project = try project(backend, files)
+            XCTAssertEqual(try project.strataOnBackend(["migrate", "--to", "003_posts.sql"]).status, 0)
+            let nothing = try project.strataOnBackend(["migrate", "--to", "002_admin.sql"])
+            XCTAssertEqual(nothing.status, 0, nothing.stderr)
+            XCTAssertTrue(nothing.stdout.contains("every step up to 002_admin.sql is applied"), nothing.stdout)
+            XCTAssertFalse(nothing.stdout.contains("up to date"), "004 is pending: \(nothing.stdout)")
+
+            let dry = try project.strataOnBackend(["rollback", "--steps", "2", "--dry-run"])
+            XCTAssertEqual(dry.status, 0, dry.stderr)
+            let lines = dry.stdout.split(separator: "\n").map(String.init)
+            let third = try XCTUnwrap(lines.firstIndex { $0.contains("003_posts.sql") }, "the dry run lists its downs: \(dry.stdout)")
+            let second = try XCTUnwrap(lines.firstIndex { $0.contains("002_admin.sql") }, dry.stdout)
+            XCTAssertLessThan(third, second, "newest first")
+
+            let rehearsed = try project.strataOnBackend(["rehearse", "--rollback-steps", "1"])
+            XCTAssertEqual(rehearsed.status, 0, rehearsed.stderr)
+            XCTAssertTrue(rehearsed.stdout.contains("rolled back") && rehearsed.stdout.contains("rollback would undo 1 step"), rehearsed.stdout)
+            XCTAssertFalse(rehearsed.stdout.contains("migrate would apply"), rehearsed.stdout)
+
+            try project.file("sql/003_posts.sql", Self.migration("CREATE TABLE posts (id INTEGER PRIMARY KEY);", "DROP TABLE posts;\nDELETE FROM no_such_table;"))
+            _ = try project.migrator().repair()
+            let failed = try project.strataOnBackend(["rollback", "--steps", "1"])
+            XCTAssertEqual(failed.status, 1, failed.stderr)
+            XCTAssertTrue(failed.stderr.contains("the down of 003_posts.sql was rolled back and left no trace: 003_posts.sql stays applied"), failed.stderr)
+            XCTAssertTrue(try project.connection().tableExists("posts"))
+
+            try project.file("sql/003_posts.sql", Self.migration("CREATE TABLE posts (id INTEGER PRIMARY KEY);", "DROP TABLE posts;"))
+            _ = try project.migrator().repair()
+            let all = try project.strataOnBackend(["rollback", "--steps", "9"])
+            XCTAssertEqual(all.status, 0, all.stderr)
+            XCTAssertTrue(all.stdout.contains("3 steps rolled back") && all.stdout.contains("--steps 9 asked for more steps than were applied"), all.stdout)
+            guard backend.kind == .sqlite else { return }
+            let missing = project.root.appendingPathComponent("nowhere.sqlite").path
+            let none = try project.strata(["rollback", "--steps", "1", "--database", missing])
+            XCTAssertEqual(none.status, 1, none.stderr)
+            XCTAssertTrue(none.stderr.contains("there is no database at"), none.stderr)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: missing), "a rollback creates no database")
+        }
+    }
 }
