@@ -183,6 +183,11 @@ final class RollbackTests: XCTestCase {
             let unknown = try project.strataOnBackend(["migrate", "--to", "9_nope.sql"])
             XCTAssertEqual(unknown.status, 2, unknown.stderr)
             XCTAssertTrue(unknown.stderr.contains("9_nope.sql is not a step of"), unknown.stderr)
+            XCTAssertTrue(unknown.stderr.contains("the nearest are 003_admin.sql, 004_title.sql"), "names the nearest: \(unknown.stderr)")
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .applied, .pending, .pending], "nothing ran")
+            let unknownPlan = try project.strataOnBackend(["plan", "--to", "003_admins.sql"])
+            XCTAssertEqual(unknownPlan.status, 2, unknownPlan.stderr)
+            XCTAssertTrue(unknownPlan.stderr.contains("003_admin.sql"), unknownPlan.stderr)
             XCTAssertEqual(try project.strataOnBackend(["migrate", "--to", "003_admin.sql"]).status, 0)
             XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .applied, .applied, .pending])
         }
