@@ -104,6 +104,7 @@ final class RollbackTests: XCTestCase {
             XCTAssertNil(try project.migrator().migrate().failure)
             func refused(_ target: RollbackTarget, _ reason: Refusal.Reason, _ text: String, _ context: String) throws {
                 let before = try state(project)
+                let history = try project.connection().history.all()
                 guard case .refused(let refusals)? = assertThrows(MigrationError.self, { try project.migrator().rollback(target) }) else {
                     return XCTFail("not refused: \(context)")
                 }
@@ -111,6 +112,8 @@ final class RollbackTests: XCTestCase {
                 XCTAssertEqual(try state(project), before, "\(context): nothing ran")
                 let command = try project.strataOnBackend(["rollback"] + (target == .steps(1) ? ["--steps", "1"] : ["--steps", "2"]))
                 XCTAssertEqual(command.status, 3, "\(context): \(command.stderr)")
+                XCTAssertEqual(try state(project), before, "\(context): nothing ran")
+                XCTAssertEqual(try project.connection().history.all(), history, "\(context): history unchanged")
             }
             try refused(.steps(1), .noDown, "005_forever.sql has no down", "no down")
             try project.file("sql/005_forever.sql", "-- migrate:up\nCREATE TABLE audit (id INTEGER);\n-- migrate:down\nDROP TABLE audit;\n")
