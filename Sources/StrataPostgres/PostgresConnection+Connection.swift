@@ -4,22 +4,27 @@ import StrataCore
 /// The backend-neutral connection on PostgreSQL: statements, transactions, and the catalog read from
 /// `pg_catalog` for tables `search_path` finds.
 extension PostgresConnection: DatabaseConnection {
+    /// PostgreSQL's dialect.
     public var dialect: any SQLDialect { PostgresDialect() }
 
+    /// A statement on this connection, prepared when it first runs.
     public func compile(_ sql: String) throws -> any PreparedStatement {
         PostgresStatement(connection: self, sql: sql)
     }
 
+    /// A statement on this connection for reading.
     public func compileForReading(_ sql: String) throws -> any PreparedStatement {
         PostgresStatement(connection: self, sql: sql)
     }
 
+    /// Runs one statement with its arguments.
     public func execute(_ sql: String, _ arguments: StatementArguments) throws {
         let statement = PostgresStatement(connection: self, sql: sql)
         try statement.bind(arguments)
         try statement.run()
     }
 
+    /// Every row one statement returns.
     public func rows(_ sql: String, _ arguments: StatementArguments) throws -> [Row] {
         let statement = PostgresStatement(connection: self, sql: sql)
         try statement.bind(arguments)
@@ -116,6 +121,7 @@ extension PostgresConnection: DatabaseConnection {
         [quoteIdentifier(name)]
     }
 
+    /// Whether `search_path` finds a table named `name`.
     public func tableExists(_ name: String) throws -> Bool {
         try scalar("SELECT to_regclass($1) IS NOT NULL", relation(name), as: Bool.self) ?? false
     }
@@ -136,6 +142,7 @@ extension PostgresConnection: DatabaseConnection {
                             message: "table name \(name.debugDescription) matches the tables \(matches.map(\.debugDescription).joined(separator: " and ")) only by letter case; write the name exactly as the table's")
     }
 
+    /// The columns of `table`, from `pg_catalog`, in declaration order.
     public func columns(in table: String) throws -> [ColumnInfo] {
         let dialect = PostgresDialect()
         return try rows("""
@@ -185,6 +192,7 @@ extension PostgresConnection: DatabaseConnection {
         return keys.map(\.columns)
     }
 
+    /// Whether `column` of `table` is part of a foreign key or an index, from `pg_catalog`.
     public func links(of column: String, in table: String) throws -> ColumnLinks {
         let foreignKey = try scalar("""
             SELECT count(*) FROM pg_catalog.pg_constraint c

@@ -13,10 +13,13 @@ import StrataCore
 /// with their own advisory locks (`PostgresStepLocks`). After each migration the session is reset
 /// (`PostgresSessionReset`), so `SET search_path` and the like in one file do not reach the next.
 extension PostgresConnection: MigrationDatabase {
+    /// The history table, `strata_history`, in the manifest's schema or `search_path`'s first.
     public var history: any HistoryStorage { PostgresHistory(connection: self) }
 
+    /// Step locks taken with advisory locks.
     public var stepLocks: any StepLocking { PostgresStepLocks(connection: self) }
 
+    /// Runs `body` in a transaction holding the runner's advisory lock, so one runner writes at a time.
     public func withWriteLock<T>(_ body: () throws -> T) throws -> T {
         // A rehearsal holds the deployers' lock and one transaction for the whole plan: each step is a savepoint,
         // ended as the step's commit would end it (`checkDeferredAsCommitWould`).
@@ -100,6 +103,7 @@ extension PostgresConnection: MigrationDatabase {
         return ": held by server process \(pid)\(application.isEmpty ? "" : " (\(application))"), connected for \(seconds) s"
     }
 
+    /// Runs a migration file's statements, read a chunk at a time, inside the step's transaction or without one.
     public func runScript(contentsOfFile path: String, insideTransaction: Bool,
                           progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)?,
                           observe: (UnsafeBufferPointer<UInt8>) -> Void, afterEach: (() -> Void)?) throws {
@@ -111,6 +115,7 @@ extension PostgresConnection: MigrationDatabase {
         }
     }
 
+    /// Runs SQL text whose first line is the file's `startLine`, for a section of a file.
     public func runScript(_ bytes: [UInt8], startLine: Int, insideTransaction: Bool, afterEach: (() -> Void)?) throws {
         // Inside a transaction Strata opened for a body (a pool's `write`), a script may not end it either.
         if transactionOwner != nil { try confirmTransactionOpen(sql: String(decoding: bytes, as: UTF8.self)) }
@@ -227,10 +232,12 @@ extension PostgresConnection: MigrationDatabase {
         EnforcedForeignKeys()
     }
 
+    /// The session's settings, to reset after a migration.
     public func sessionSnapshot() throws -> any SessionSnapshot {
         PostgresSessionReset(connection: self)
     }
 
+    /// Rolls back a transaction a failed step left open; returns whether there was one.
     public func rollBackOpenTransaction() -> Bool {
         guard isInTransaction else { return false }
         _ = try? executeSimple("ROLLBACK")

@@ -14,6 +14,7 @@ import StrataCore
 /// column's type has a binary reading, and reads the same (`PostgresBinary`).
 public final class PostgresStatement {
     unowned let connection: PostgresConnection
+    /// The statement's SQL.
     public let sql: String
     private var parameters = PostgresParameters()
     /// A bind that failed (text with a NUL byte), reported by the next `run()` or `step()`.
@@ -90,6 +91,7 @@ public final class PostgresStatement {
         return max(highest, number ?? 0)
     }
 
+    /// Binds every argument; positional ones to `$1`, `$2`, … in order.
     public func bind(_ arguments: StatementArguments) throws {
         reset()
         failedBind = nil
@@ -108,14 +110,19 @@ public final class PostgresStatement {
         }
     }
 
+    /// Binds one value to the 1-based parameter `index`.
     public func bind(_ value: DatabaseValue, at index: Int32) throws {
         try parameters.set(value, at: Int(index), sql: sql)
     }
 
+    /// Binds NULL to the 1-based parameter `index`.
     public func bindNull(at index: Int32) { setRemembering(.null, at: index) }
+    /// Binds an integer to the 1-based parameter `index`.
     public func bind(int64 value: Int64, at index: Int32) { setRemembering(.integer(value), at: index) }
+    /// Binds a floating-point number to the 1-based parameter `index`.
     public func bind(double value: Double, at index: Int32) { setRemembering(.real(value), at: index) }
 
+    /// Binds UTF-8 text to the 1-based parameter `index`.
     public func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32, copying: Bool) {
         // Text is copied into the parameter list either way; `copying` only matters to backends that borrow.
         let text = String(decoding: bytes, as: UTF8.self)
@@ -126,6 +133,7 @@ public final class PostgresStatement {
         }
     }
 
+    /// Binds bytes to the 1-based parameter `index`.
     public func bind(blob bytes: UnsafeBufferPointer<UInt8>, at index: Int32) {
         setRemembering(.blob(Data(bytes)), at: index)
     }
@@ -164,6 +172,7 @@ public final class PostgresStatement {
         return try connection.run(sql, parameters, binary: connection.prepared.readsInBinary(sql, connection: connection))
     }
 
+    /// Moves to the next row, running the statement first if needed; false when there are no more.
     public func step() throws -> Bool {
         try start()
         guard result != nil, cursor.pointee.row < cursor.pointee.rowCount else { return false }
@@ -192,6 +201,7 @@ public final class PostgresStatement {
         }
     }
 
+    /// Discards the result, so the statement can run again with new arguments.
     public func reset() {
         cursor.pointee.clear()
         result = nil
@@ -202,6 +212,7 @@ public final class PostgresStatement {
         PostgresResultCursor.column(of: cursor, at: index)
     }
 
+    /// The current row's value of the 0-based column `index`.
     public func value(at index: Int32) -> DatabaseValue {
         switch column(at: index) {
         case .null: .null

@@ -13,11 +13,13 @@ public struct PostgresTarget: DatabaseTarget {
     /// The schema for `strata_history`, from the manifest's `<database schema>`; nil: `search_path`'s first.
     public let historySchema: String?
 
+    /// Creates a target for the database at `url`, with `strata_history` in `historySchema`.
     public init(url: String, historySchema: String? = nil) {
         self.url = url
         self.historySchema = historySchema
     }
 
+    /// The URL with any password hidden.
     public var name: String { DatabaseURL.redacted(url) }
 
     /// A server database is there when it can be connected to; a missing one is reported when it is opened.
@@ -43,10 +45,12 @@ public struct PostgresTarget: DatabaseTarget {
         try openForWriting(timeout: timeout)
     }
 
+    /// A connection for reading the database's history and schema.
     public func openForReading() throws -> any MigrationDatabase {
         try PostgresConnection(url: url, schema: historySchema)
     }
 
+    /// The database's schema as `strata schema` prints it.
     public func schema() throws -> String {
         try PostgresSchema(connection: PostgresConnection(url: url, schema: historySchema)).text()
     }

@@ -173,7 +173,7 @@ enum CLI {
 
     static var usage: String {
         var text = """
-            strata \(Strata.version) — describe a SQLite database in plain files and bring any database up to date.
+            strata \(Strata.version) — describe a SQLite or PostgreSQL database in plain files and bring it up to date.
 
             Usage: strata <command> [options]
 

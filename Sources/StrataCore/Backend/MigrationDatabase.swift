@@ -76,6 +76,7 @@ extension MigrationDatabase {
     /// What `MigrationOptions.backup` copies: the connection itself where its backend can copy its database.
     public var backupSource: (any BackupSource)? { self as? any BackupSource }
 
+    /// Why this connection cannot be backed up, for the refusal of `--backup`.
     public var backupUnavailableReason: String {
         "a backup (--backup, <database backup>) copies a SQLite database file; this \(dialect.backend.displayName) database has no backup Strata takes: back it up with the database's own tools before migrating, and migrate without --backup"
     }
@@ -89,6 +90,7 @@ public struct OtherHistory: Sendable, Equatable {
     /// this connection's role may not read it.
     public let checksums: [String: String]?
 
+    /// Creates the description of another history table.
     public init(location: String, checksums: [String: String]?) {
         self.location = location
         self.checksums = checksums
@@ -102,6 +104,7 @@ public struct StatementLimits: Sendable, Equatable {
     /// How long a statement may run; `.zero`: no limit; nil: the database's own setting.
     public var statementTimeout: Duration?
 
+    /// Creates limits from a lock timeout and a statement timeout.
     public init(lockTimeout: Duration, statementTimeout: Duration?) {
         self.lockTimeout = lockTimeout
         self.statementTimeout = statementTimeout
@@ -110,5 +113,6 @@ public struct StatementLimits: Sendable, Equatable {
 
 /// A connection's state, put back after a step.
 public protocol SessionSnapshot {
+    /// Puts the connection's state back as it was when the snapshot was taken.
     func restore() throws
 }

@@ -1,8 +1,17 @@
 /// Another migration tool whose own history table `baseline --from` reads, to adopt a database that tool migrated.
 public enum ForeignTool: String, CaseIterable, Sendable {
+    /// dbmate: `schema_migrations(version)`, one row per version applied.
     case dbmate
+    /// golang-migrate: `schema_migrations(version, dirty)`, one row, the version reached.
     case golangMigrate = "golang-migrate"
-    case goose, flyway, sqlx, diesel
+    /// goose: `goose_db_version(id, version_id, is_applied, tstamp)`, a row per up (and, in older releases, down).
+    case goose
+    /// Flyway: `flyway_schema_history`, a row per script run, in `installed_rank` order.
+    case flyway
+    /// sqlx: `_sqlx_migrations(version, description, installed_on, success, checksum, execution_time)`.
+    case sqlx
+    /// diesel: `__diesel_schema_migrations(version, run_on)`.
+    case diesel
 
     /// The table the tool keeps its history in (in the connection's default schema).
     public var table: String {

@@ -15,7 +15,9 @@
 /// the plan id), `HistoryBook` (comparing records with files), `RunLoop` (the steps in order) and one
 /// `StepExecutor` per kind of step, `Maintenance` (baseline, repair, resolve) and `MigrationLint`.
 public struct Migrator {
+    /// The manifest whose plan the migrator runs.
     public let manifest: Manifest
+    /// The database it brings up to date.
     public let database: any MigrationDatabase
     /// The bodies of code steps, by name (`register(_:_:)`).
     var codeBodies: [String: CodeBody] = [:]
@@ -24,6 +26,7 @@ public struct Migrator {
     /// Names registered more than once: refused before anything runs rather than one body silently replacing another.
     private var registeredTwice: [String] = []
 
+    /// Creates a migrator bringing `database` up to date with `manifest`.
     public init(manifest: Manifest, database: any MigrationDatabase) {
         self.manifest = manifest
         self.database = database
@@ -153,7 +156,8 @@ public struct Migrator {
              _ progress: ((MigrationEvent) -> Void)?) throws -> MigrationReport {
         var loop = RunLoop(database: database, options: options, codeBodies: codeBodies, watcher: watcher, progress: progress)
         loop.codeDowns = codeDowns
-        loop.seeds = manifest.seeds
+        loop.rollbackScope = RollbackScope(seeds: manifest.seeds,
+                                           neverUndone: Set(manifest.migrations.filter(\.repeatable).map(\.id)))
         return try loop.run(steps)
     }
 

@@ -1,8 +1,12 @@
 /// A reason `migrate` refuses to start (exit code 3).
 public struct Refusal: Sendable, Equatable, CustomStringConvertible {
+    /// Why `migrate` refused; the raw value is the JSON `reason`.
     public enum Reason: String, Sendable, Equatable, Codable {
+        /// The reasons for refusing, named as the JSON output names them.
         case drift, missing, dirty, outOfOrder = "out-of-order", invalidSQL = "invalid-sql", seedOrder = "seed-order",
              planChanged = "plan-changed"
+        /// A step in the way of a `rollback` is being applied or rolled back by another run right now.
+        case inProgress = "in-progress"
         /// The database's backend is not one the manifest has migrations for (every migration is marked for another).
         case backend
         /// The database cannot be written (a read-only file, a hot standby).
@@ -35,15 +39,20 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         case notRehearsable = "not-rehearsable"
     }
 
+    /// Why `migrate` refused.
     public let reason: Reason
+    /// The step the refusal is about.
     public let id: String
+    /// What is wrong and what to do about it.
     public let message: String
 
+    /// Creates a refusal about one step.
     public init(reason: Reason, id: String, message: String) {
         self.reason = reason
         self.id = id
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }
