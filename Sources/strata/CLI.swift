@@ -107,9 +107,17 @@ enum CLI {
                         --dry-run prints the plan of downs (with its plan id for --plan-id) and runs nothing. A down that
                         fails leaves its step applied and the database as before it (exit 1).
                         """ + "\n\n" + backupOptionsHelp + "\n\n" + stepOptionsHelp),
-        CommandSpec(name: "baseline", summary: "record every step up to FILE as applied without running it",
-                    usage: "strata baseline --through FILE --manifest PATH [--database PATH] [--context NAME]...",
-                    valueOptions: manifestOptions.union(["through"]), repeatableOptions: ["context"]),
+        CommandSpec(name: "baseline", summary: "record steps as applied without running them: up to FILE, or as another tool's history says",
+                    usage: "strata baseline (--through FILE|VERSION | --from TOOL) --manifest PATH [--database PATH] [--context NAME]...",
+                    valueOptions: manifestOptions.union(["through", "from"]), repeatableOptions: ["context"],
+                    details: """
+                        --through FILE|VERSION records every step up to and including FILE (or the one migration whose file
+                        name starts with VERSION: 3, 20240101120000, Flyway's 1.1).
+                        --from TOOL (\(ForeignTool.allCases.map(\.rawValue).joined(separator: ", "))) reads that tool's own
+                        history table on the database and records exactly the migrations it applied, matched to files by
+                        the tool's version rules. Refused (exit 3, reason foreign-history, nothing recorded) when the table is
+                        missing or not the tool's, marks a step dirty or failed, or names a version no file has.
+                        """),
         CommandSpec(name: "repair", summary: "re-record checksums of drifted steps; mark removed ones deleted",
                     usage: "strata repair --manifest PATH [--database PATH]", valueOptions: manifestOptions),
         CommandSpec(name: "resolve", summary: "settle a dirty transaction=\"none\" step after checking it by hand",

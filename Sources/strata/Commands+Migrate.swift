@@ -100,6 +100,7 @@ extension Commands {
             } else {
                 output.error("  \(failure.id) was rolled back and left no trace; nothing after it ran.")
             }
+            if !undoing, report.applied.isEmpty { adoptionHint(migrator) }
             let others = report.appliedByOtherRuns.map { ", \($0) by other runs" } ?? ""
             output.error(undoing ? "  kept: \(counted(report.applied.count, "step")) rolled back by this run; the steps it did not reach stay applied."
                          : "  kept: \(counted(report.applied.count, "step")) applied by this run\(others).")
@@ -119,5 +120,14 @@ extension Commands {
             output.line("  --steps \(asked) asked for more steps than were applied: every applied step was rolled back.")
         }
         return ExitCode.success
+    }
+
+    /// When Strata's history records nothing applied and another tool's history table is there: the database was
+    /// migrated by that tool, and `baseline --from` adopts it (a first `migrate` fails on "already exists").
+    func adoptionHint(_ migrator: Migrator) {
+        guard let records = try? migrator.database.history.all(), !records.contains(where: \.isApplied) else { return }
+        for (tool, rows) in migrator.foreignHistories() {
+            output.error("  this database has \(tool.rawValue)'s history table \(tool.table) (\(counted(rows, "row"))) and Strata's records nothing: if \(tool.rawValue) migrated it, adopt what it applied with 'strata baseline --from \(tool.rawValue)', then migrate")
+        }
     }
 }

@@ -64,6 +64,7 @@ extension Commands {
         } else {
             row.append(step.rowCount.map { "\(formatCount($0)) rows" } ?? "")
         }
+        if case .migration(let migration) = step.step, migration.repeatable { row.append("repeatable") }
         if step.reason != .pending { row.append("(\(step.reason.rawValue))") }
         return row
     }

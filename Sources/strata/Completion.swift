@@ -18,6 +18,7 @@ enum Completion {
         "manifest": .path,
         "database": .path,
         "through": .path,
+        "from": .words(ForeignTool.allCases.map(\.rawValue)),
         "format": .words(Invocation.formats),
         "backend": .words(DatabaseBackend.allCases.map(\.rawValue)),
         "context": .free,

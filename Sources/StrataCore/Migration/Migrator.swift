@@ -187,10 +187,26 @@ public struct Migrator {
     // MARK: Baseline, repair, resolve
 
     /// Records every step up to and including `id` as applied without running it (adopting an existing database).
+    /// `id` is a step's identity, or the version one migration's file name starts with (`3`, `20240101120000`).
     /// Steps already recorded are left alone. Returns the ids recorded.
     @discardableResult
     public func baseline(through id: String, _ options: MigrationOptions = MigrationOptions()) throws -> [String] {
         try Maintenance(planner: planner).baseline(through: id, options)
+    }
+
+    /// Adopts a database another tool migrated: records as applied, without running them, exactly the migrations
+    /// `tool`'s own history table (`ForeignTool.table`) says it applied, matched to files by that tool's version
+    /// rules. Refused before anything is recorded (`MigrationError.refused`, reason `foreign-history`) when the table
+    /// is missing or not the tool's, marks a step dirty or failed, or names a version no file has.
+    @discardableResult
+    public func baseline(from tool: ForeignTool) throws -> ForeignBaseline {
+        try Maintenance(planner: planner).baseline(from: tool)
+    }
+
+    /// The other tools' history tables this database holds, with their row counts (what `status` points at when
+    /// Strata's own history is empty).
+    public func foreignHistories() -> [(tool: ForeignTool, rows: Int)] {
+        ForeignHistory.present(in: database)
     }
 
     /// Re-records the checksums of drifted steps (after a human checked them) and marks records of files

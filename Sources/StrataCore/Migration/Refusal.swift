@@ -28,6 +28,9 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         /// A step `rollback` would undo has nothing that undoes it: a migration without a down, a code step without a
         /// registered down body.
         case noDown = "no-down"
+        /// `baseline --from TOOL` cannot adopt that tool's history as it stands: its table is missing or not the
+        /// tool's, marks a step dirty or failed, or names a version no migration file has.
+        case foreignHistory = "foreign-history"
         /// A backup was asked for (`MigrationOptions.backup`) of a database whose backend has none Strata takes
         /// (PostgreSQL); the message says what to use instead.
         case backup
