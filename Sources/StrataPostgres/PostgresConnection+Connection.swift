@@ -45,14 +45,46 @@ extension PostgresConnection: DatabaseConnection {
         guard !isInTransaction else {
             throw DatabaseError(kind: .misuse, code: nil, message: "a transaction is already open; use withSavepoint to nest")
         }
-        try executeSimple(begin)
+        try self.begin(begin)
         // A step's `SET LOCAL statement_timeout` ends with its transaction, committed or not.
         defer { forgetStatementTimeout(transactionEnded: true) }
         let value: T
         do {
             value = try owningTransaction(owner, body)
         } catch {
-            try? executeSimple("ROLLBACK")
+            rollBack()
+            throw error
+        }
+        try commit()
+        return value
+    }
+
+    /// Sends `begin` (`BEGIN` with its modes and any `SET LOCAL`) followed by Strata's settings as `SET LOCAL`, in one
+    /// round trip: the transaction sees them, and they end with it.
+    func begin(_ begin: String) throws {
+        try executeSimple(begin + "; " + localSettings)
+        prepared.forgetAll()
+        floatTextIsExact = true
+    }
+
+    /// Rolls back the open transaction, deallocating the statements prepared in it in the same round trip (a prepared
+    /// statement outlives a rollback, and a pooler may hand the server session to another client next).
+    func rollBack() {
+        let deallocation = prepared.deallocationOfTransaction()
+        prepared.forgetAll()
+        _ = try? executeSimple(deallocation.isEmpty ? "ROLLBACK" : "ROLLBACK; " + deallocation)
+    }
+
+    /// Runs one statement Strata sends outside any transaction in a transaction of its own that starts with Strata's
+    /// settings (`begin`): outside one they would have to be set for the session, where a pooler's next client
+    /// would find them.
+    func inSettingsTransaction<T>(_ body: () throws -> T) throws -> T {
+        try begin("BEGIN")
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            rollBack()
             throw error
         }
         try commit()
@@ -69,12 +101,16 @@ extension PostgresConnection: DatabaseConnection {
                                 sql: "COMMIT TRANSACTION")
         }
         if transactionStatus == PQTRANS_INERROR {
-            try? executeSimple("ROLLBACK")
+            rollBack()
             throw DatabaseError(kind: .misuse, code: nil,
                                 message: "a statement failed inside the transaction, so PostgreSQL rolled all of it back; nothing was committed",
                                 sql: "COMMIT TRANSACTION")
         }
-        let result = PostgresResult(PQexec(handle, "COMMIT"))
+        // The statements prepared in the transaction go with it, in the same round trip as the COMMIT: a pooler may
+        // hand the server session to another client next, and this one's next transaction another session.
+        let deallocation = prepared.deallocationOfTransaction()
+        prepared.forgetAll()
+        let result = PostgresResult(PQexec(handle, deallocation.isEmpty ? "COMMIT" : deallocation + "; COMMIT"))
         do {
             try check(result, sql: "COMMIT TRANSACTION")
         } catch let error as DatabaseError where PQstatus(handle) == CONNECTION_BAD {

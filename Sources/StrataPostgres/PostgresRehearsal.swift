@@ -72,10 +72,11 @@ final class PostgresRehearsalStage: RehearsalStage {
         // Read before the deployers' lock and the transaction: what the session holds of its own.
         session = try PostgresRehearsalSession(connection: connection)
         let kept = try PostgresSessionObjects(connection)
-        // Taken before the transaction, as migrate takes it: waiting for it holds no snapshot.
-        try connection.acquireDeployLock()
         do {
-            try connection.executeSimple("BEGIN; SET LOCAL lock_timeout = \(lockTimeout)")
+            try connection.begin("BEGIN; SET LOCAL lock_timeout = \(lockTimeout)")
+            // Transaction-level, as migrate takes it: it ends with the rehearsal's rollback, and waiting for it in
+            // READ COMMITTED holds no snapshot between tries.
+            try connection.acquireDeployLockInTransaction()
             // A statement that would end the transaction is refused before it runs (`confirmTransactionOpen`).
             connection.transactionOwner = "the rehearsal"
             connection.isRehearsing = true
@@ -243,7 +244,7 @@ final class PostgresRehearsalStage: RehearsalStage {
         connection.isRehearsing = false
         connection.rehearsalKeeps = nil
         connection.rehearsalStatementWatch = nil
-        if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
+        if connection.isInTransaction { connection.rollBack() }
         connection.releaseDeployLock()
     }
 
