@@ -111,6 +111,8 @@ extension PostgresConnection: DatabaseConnection {
         let deallocation = prepared.deallocationOfTransaction()
         prepared.forgetAll()
         let result = PostgresResult(PQexec(handle, deallocation.isEmpty ? "COMMIT" : deallocation + "; COMMIT"))
+        // A failed DEALLOCATE stops the text before its COMMIT: the transaction is then failed, and is rolled back.
+        if PQstatus(handle) == CONNECTION_OK && transactionStatus != PQTRANS_IDLE { _ = PostgresResult(PQexec(handle, "ROLLBACK")) }
         do {
             try check(result, sql: "COMMIT TRANSACTION")
         } catch let error as DatabaseError where PQstatus(handle) == CONNECTION_BAD {

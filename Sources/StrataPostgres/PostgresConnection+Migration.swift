@@ -413,8 +413,14 @@ struct PostgresSessionReset: SessionSnapshot {
         }
         connection.prepared.forgetAll()
         connection.forgetStatementTimeout(transactionEnded: false)
-        // Strata's own settings are not set again for the session: each transaction sets them for itself.
-        connection.floatTextIsExact = false
+        // Strata's own settings are not set again for the session: each transaction sets them for itself, and the
+        // rehearsal's, whose `RESET ALL` ran inside it, here.
+        if connection.isInTransaction {
+            try connection.executeSimple(connection.localSettings)
+            connection.floatTextIsExact = true
+        } else {
+            connection.floatTextIsExact = false
+        }
     }
 }
 

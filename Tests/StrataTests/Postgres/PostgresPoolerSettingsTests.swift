@@ -1,4 +1,6 @@
 import Foundation
+import StrataCore
+@testable import StrataPostgres
 import XCTest
 
 /// Nothing Strata sets outlives its own transaction on a server connection a pooler shares: after `strata status`
@@ -18,6 +20,31 @@ final class PostgresPoolerSettingsTests: XCTestCase {
 
     func testStrataLeavesNoSettingOnAPooledConnectionInSessionMode() throws {
         try checkNothingLeft(mode: .session)
+    }
+
+    /// What Strata reads through the pooler, outside any transaction of its own, is read as on a direct
+    /// connection: its settings hold for the statement's own transaction.
+    func testReadsThroughATransactionPoolerAreReadAsOnADirectConnection() throws {
+        let bouncer = try PgBouncer.start(self, mode: .transaction, poolSize: 1)
+        let root = try makeTemporaryDirectory(self)
+        let database = try PostgresServer.shared().database(for: root)
+        let sql = "SELECT interval '1 day 2 hours' AS i, 0.1::float8 AS f, '\\x01ff'::bytea AS b, timestamptz '2026-01-02 03:04:05+02' AS t"
+        let direct = try PostgresConnection(url: try PostgresServer.shared().url(database: database)).rows(sql, .none)
+        let pooled = try PostgresConnection(url: bouncer.url(database: database))
+        // The application's client set the session otherwise; Strata's reads do not depend on it.
+        _ = try bouncer.psql(database: database, "SET IntervalStyle = 'sql_standard'; SET extra_float_digits = -3; SET bytea_output = 'escape'; SET TimeZone = 'America/New_York'")
+        XCTAssertEqual(try pooled.rows(sql, .none), direct)
+        XCTAssertEqual(try pooled.rows(sql, .none), direct, "a second run (binary where it can be) reads the same")
+    }
+
+    func testOnlyQueriesAndRowChangesRunInASettingsTransaction() {
+        for sql in ["SELECT 1", " (select 1)", "-- c\nWITH x AS (SELECT 1) SELECT * FROM x", "/* c */ insert into t values (1)",
+                    "UPDATE t SET a = 1", "DELETE FROM t", "VALUES (1)", "TABLE t", "SHOW TimeZone", "MERGE INTO t USING s ON true WHEN MATCHED THEN DELETE"] {
+            XCTAssertTrue(PostgresStatement.runsInATransaction(sql), sql)
+        }
+        for sql in ["CREATE DATABASE x", "VACUUM", "CREATE INDEX CONCURRENTLY i ON t (a)", "BEGIN", "COMMIT", "SET x = 1", "", "/* unclosed"] {
+            XCTAssertFalse(PostgresStatement.runsInATransaction(sql), sql)
+        }
     }
 
     private func checkNothingLeft(mode: PgBouncer.Mode) throws {
