@@ -361,8 +361,19 @@ extension PostgresConnection: MigrationDatabase {
     /// runs and be released on that session, which a pooler does not promise (in transaction mode each transaction
     /// may get another session, and a lock left on one stays there for the application's next transaction), and a
     /// second pooled session would wait for a slot the deployers hold.
+    /// A direct connection given is opened here, before anything runs (and kept for the claims), so one that is
+    /// itself pooled, reaches another database or cannot be opened refuses the plan rather than fail the step.
     public func noneStepRefusal(id: String?) -> String? {
-        guard reachesServerThroughPooler, directURL == nil else { return nil }
+        guard directURL == nil else {
+            if let open = claimSession, PQstatus(open.handle) == CONNECTION_OK { return nil }
+            do {
+                claimSession = try PostgresStepLocks.claimSession(for: self)
+                return nil
+            } catch {
+                return (id.map { "\($0) is transaction=\"none\", and " } ?? "") + ((error as? DatabaseError)?.message ?? "\(error)") + "; nothing ran"
+            }
+        }
+        guard reachesServerThroughPooler else { return nil }
         return "\(id.map { "\($0) is" } ?? "a step is") transaction=\"none\", and \(name) reaches the server through a connection pooler (the server's process id for the session is not the one the connection was given): the step's claim needs a server session of its own for as long as it runs, which a pooler does not keep; nothing ran. Give a direct connection to the same database for the claim (strata migrate --direct-database URL; a program sets PostgresConnection.directURL), or run this migration with --database pointing at the server itself"
     }
 
