@@ -59,9 +59,11 @@ extension PostgresConnection: DatabaseConnection {
         return value
     }
 
-    /// Sends `begin` (`BEGIN` with its modes and any `SET LOCAL`) followed by Strata's settings as `SET LOCAL`, in one
-    /// round trip: the transaction sees them, and they end with it.
+    /// Sends `begin` (`BEGIN` with its modes and any `SET LOCAL`); through a connection pooler followed by Strata's
+    /// settings as `SET LOCAL`, in the same round trip, so the transaction sees them and they end with it (a direct
+    /// connection has them for its session: `sessionSettings`).
     func begin(_ begin: String) throws {
+        guard reachesServerThroughPooler else { return try executeSimple(begin) }
         try executeSimple(begin + "; " + localSettings)
         prepared.forgetAll()
         floatTextIsExact = true
@@ -70,14 +72,18 @@ extension PostgresConnection: DatabaseConnection {
     /// Rolls back the open transaction, deallocating the statements prepared in it in the same round trip (a prepared
     /// statement outlives a rollback, and a pooler may hand the server session to another client next).
     func rollBack() {
+        guard reachesServerThroughPooler else {
+            _ = try? executeSimple("ROLLBACK")
+            return
+        }
         let deallocation = prepared.deallocationOfTransaction()
         prepared.forgetAll()
         _ = try? executeSimple(deallocation.isEmpty ? "ROLLBACK" : "ROLLBACK; " + deallocation)
     }
 
-    /// Runs one statement Strata sends outside any transaction in a transaction of its own that starts with Strata's
-    /// settings (`begin`): outside one they would have to be set for the session, where a pooler's next client
-    /// would find them.
+    /// Through a connection pooler, runs one statement Strata sends outside any transaction in a transaction of its
+    /// own that starts with Strata's settings (`begin`): outside one they would have to be set for the session, where
+    /// the pooler's next client would find them.
     func inSettingsTransaction<T>(_ body: () throws -> T) throws -> T {
         try begin("BEGIN")
         let value: T
@@ -108,8 +114,8 @@ extension PostgresConnection: DatabaseConnection {
         }
         // The statements prepared in the transaction go with it, in the same round trip as the COMMIT: a pooler may
         // hand the server session to another client next, and this one's next transaction another session.
-        let deallocation = prepared.deallocationOfTransaction()
-        prepared.forgetAll()
+        let deallocation = reachesServerThroughPooler ? prepared.deallocationOfTransaction() : ""
+        if reachesServerThroughPooler { prepared.forgetAll() }
         let result = PostgresResult(PQexec(handle, deallocation.isEmpty ? "COMMIT" : deallocation + "; COMMIT"))
         // A failed DEALLOCATE stops the text before its COMMIT: the transaction is then failed, and is rolled back.
         if PQstatus(handle) == CONNECTION_OK && transactionStatus != PQTRANS_IDLE { _ = PostgresResult(PQexec(handle, "ROLLBACK")) }

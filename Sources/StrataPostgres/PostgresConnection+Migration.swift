@@ -40,10 +40,10 @@ extension PostgresConnection: MigrationDatabase {
         let value: T
         do {
             value = try owningTransaction("withTransaction", body)
-            // What the file set for the session (`SET search_path`, `SET ROLE`, a cursor, a listener) is undone in its
-            // own transaction: after the COMMIT a pooler may hand this server session to the application, before the
-            // reset after the step could reach it.
-            try resetSessionInTransaction()
+            // Through a pooler, what the file set for the session (`SET search_path`, `SET ROLE`, a cursor, a listener)
+            // is undone in its own transaction: after the COMMIT the pooler may hand this server session to the
+            // application, before the reset after the step could reach it.
+            if reachesServerThroughPooler { try resetSessionInTransaction() }
         } catch {
             rollBack()
             throw error
@@ -52,8 +52,8 @@ extension PostgresConnection: MigrationDatabase {
         return value
     }
 
-    /// Puts back what a step's file set for the session, inside the step's transaction (so it commits with the step
-    /// on the server session that ran it), and Strata's own settings after it.
+    /// Through a connection pooler: puts back what a step's file set for the session, inside the step's transaction
+    /// (so it commits with the step on the server session that ran it), and Strata's own settings after it.
     func resetSessionInTransaction() throws {
         guard transactionStatus == PQTRANS_INTRANS else { return }
         try executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; CLOSE ALL; UNLISTEN *; " + localSettings)
@@ -164,11 +164,6 @@ extension PostgresConnection: MigrationDatabase {
     public func runScript(contentsOfFile path: String, insideTransaction: Bool,
                           progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)?,
                           observe: (UnsafeBufferPointer<UInt8>) -> Void, afterEach: (() -> Void)?) throws {
-        // A `transaction="none"` step runs outside any transaction, so Strata's settings are the session's while it
-        // runs; the reset after the step (`PostgresSessionReset`) puts the session back.
-        // Through a pooler nothing is set for the session (it would stay on a server session the application gets
-        // next): the step runs with the server's settings.
-        if !insideTransaction && !isInTransaction && !reachesServerThroughPooler { try executeSimple(sessionSettings) }
         try withoutActuallyEscaping(observe) { observe in
             var script = try PostgresScript(path: path)
             script.onRead = observe
@@ -424,14 +419,9 @@ struct PostgresSessionReset: SessionSnapshot {
         }
         connection.prepared.forgetAll()
         connection.forgetStatementTimeout(transactionEnded: false)
-        // Strata's own settings are not set again for the session: each transaction sets them for itself, and the
-        // rehearsal's, whose `RESET ALL` ran inside it, here.
-        if connection.isInTransaction {
-            try connection.executeSimple(connection.localSettings)
-            connection.floatTextIsExact = true
-        } else {
-            connection.floatTextIsExact = false
-        }
+        // Through a pooler the rehearsal's transaction, whose `RESET ALL` ran inside it, gets them as `SET LOCAL`.
+        try connection.executeSimple(connection.reachesServerThroughPooler ? connection.localSettings : connection.sessionSettings)
+        connection.floatTextIsExact = true
     }
 }
 

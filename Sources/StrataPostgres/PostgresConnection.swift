@@ -19,8 +19,9 @@ import StrataCore
 /// ```
 ///
 /// Everything Strata runs on it sees `TimeZone=UTC` and ISO dates, so timestamps read and write the same way on every
-/// host, set with `SET LOCAL` in each transaction so nothing stays on a server connection a pooler shares
-/// (`localSettings`). Used from one thread at a time.
+/// host: set for the session, restored after each migration (`sessionSnapshot`); through a connection pooler, with
+/// `SET LOCAL` in each transaction, so nothing stays on a server connection the pooler shares (`localSettings`).
+/// Used from one thread at a time.
 public final class PostgresConnection {
     let handle: OpaquePointer
     /// The connection URI with any password removed: how output, JSON and errors name the database.
@@ -78,11 +79,12 @@ public final class PostgresConnection {
     /// through prepared statements and binary results.
     var preparesEveryStatement = false
 
-    /// The settings everything Strata runs sees: each transaction Strata opens starts with them as `SET LOCAL`
-    /// (`localSettings`), and a read or write Strata sends outside one runs in a transaction of its own that does
-    /// (`inSettingsTransaction`), so none of them outlives its transaction on a server connection a pooler shares
-    /// with the application (PgBouncer in transaction mode hands the next transaction another server session, and
-    /// the application the one Strata used). `standard_conforming_strings` is how the splitter reads `'…'`
+    /// The settings everything Strata runs sees: set for the session of a direct connection (which is Strata's
+    /// alone and ends with it), again after each migration; through a connection pooler, each transaction Strata
+    /// opens starts with them as `SET LOCAL` (`localSettings`), and a read or write Strata sends outside one runs in a
+    /// transaction of its own that does (`inSettingsTransaction`), so none of them outlives its transaction on a
+    /// server connection the pooler shares with the application (PgBouncer in transaction mode hands the next
+    /// transaction another server session, and the application the one Strata used). `standard_conforming_strings` is how the splitter reads `'…'`
     /// (backslashes are plain characters), whatever a legacy database or role sets; `bytea_output` is the `hex` form
     /// `bytea` reads (a database set to `escape` would otherwise hand a `Data` the escape text's bytes). From
     /// PostgreSQL 14 the server also checks every 2 s that the client is still there while a statement runs, so a
@@ -96,11 +98,10 @@ public final class PostgresConnection {
         return settings.map { "SET \(scope)\($0)" }.joined(separator: "; ")
     }
 
-    /// Strata's settings as `SET LOCAL`, sent right after each `BEGIN` Strata sends.
+    /// Strata's settings as `SET LOCAL`, sent right after each `BEGIN` Strata sends through a pooler.
     var localSettings: String { Self.settings(serverVersion: PQserverVersion(handle), scope: "LOCAL ") }
 
-    /// Strata's settings for the session: only where no transaction can hold a statement (a `transaction="none"`
-    /// step), on a session the step's reset (`PostgresSessionReset`) puts back after it.
+    /// Strata's settings for the session of a direct connection.
     var sessionSettings: String { Self.settings(serverVersion: PQserverVersion(handle), scope: "") }
 
     /// Connects to the database `url` names (a `postgres://` or `postgresql://` URI or a keyword/value string,
@@ -129,23 +130,28 @@ public final class PostgresConnection {
         }
         // Notices (e.g. "relation already exists, skipping") would go to stderr and mix with the command's output.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
-        // Only a legacy server or role with `standard_conforming_strings` off is set otherwise for the session: Strata's
-        // own statements outside a transaction (a `transaction="none"` step's) are read with it on.
-        let conforming = PQparameterStatus(connection, "standard_conforming_strings").map { String(cString: $0) == "on" } ?? false
-        let settings = PostgresResult(PQexec(connection, conforming ? "" : "SET standard_conforming_strings = on"))
-        let current = PostgresResult(PQexec(connection, PostgresHistoryLocation.query))
-        guard [PGRES_COMMAND_OK, PGRES_EMPTY_QUERY].contains(PQresultStatus(settings.handle)), PQresultStatus(current.handle) == PGRES_TUPLES_OK else {
-            let error = PostgresError.error(PQresultStatus(current.handle) != PGRES_TUPLES_OK ? current.handle : settings.handle,
-                                            connection: connection, sql: nil)
-            PQfinish(connection)
-            throw error
-        }
         // A pooler (PgBouncer, and most others) gives its clients a process id and cancel key of its own: a server
         // that reports another process id for this session is reached through one, in session or transaction mode.
         let process = PostgresResult(PQexec(connection, "SELECT pg_catalog.pg_backend_pid()"))
         let serverProcess = PQresultStatus(process.handle) == PGRES_TUPLES_OK && PQntuples(process.handle) == 1
             ? PQgetvalue(process.handle, 0, 0).map { String(cString: $0) }.flatMap { Int32($0) } : nil
-        reachesServerThroughPooler = serverProcess.map { $0 != PQbackendPID(connection) } ?? false
+        let pooled = serverProcess.map { $0 != PQbackendPID(connection) } ?? false
+        reachesServerThroughPooler = pooled
+        // A direct session is Strata's alone and ends with it: Strata's settings are set for it. Through a pooler each
+        // transaction sets them for itself (`localSettings`), and only a legacy server or role with
+        // `standard_conforming_strings` off is set otherwise for the session (a `transaction="none"` step's statements
+        // run outside any transaction, and are read with it on).
+        let conforming = PQparameterStatus(connection, "standard_conforming_strings").map { String(cString: $0) == "on" } ?? false
+        let sessionSQL = !pooled ? Self.settings(serverVersion: PQserverVersion(connection), scope: "")
+            : conforming ? "" : "SET standard_conforming_strings = on"
+        let settings = PostgresResult(PQexec(connection, sessionSQL))
+        let current = PostgresResult(PQexec(connection, PostgresHistoryLocation.query))
+        guard [PGRES_COMMAND_OK, PGRES_EMPTY_QUERY].contains(PQresultStatus(settings.handle)), PQresultStatus(current.handle) == PGRES_TUPLES_OK else {
+            let error = PostgresError.error(PQresultStatus(settings.handle) == PGRES_FATAL_ERROR ? settings.handle : current.handle,
+                                            connection: connection, sql: nil)
+            PQfinish(connection)
+            throw error
+        }
         if let schema = PostgresHistoryLocation(configured: schema, current).schema {
             historySchema = schema
         } else {

@@ -82,9 +82,9 @@ struct PostgresPreparedStatements {
 
     mutating func forget(_ sql: String) { entries[sql] = nil }
 
-    /// After `DISCARD ALL`, `DEALLOCATE` or a session reset (the server has dropped them), and when a transaction
-    /// begins or ends: a statement is prepared and run inside one transaction only, since a pooler in transaction
-    /// mode may run the next on another server session (where the name is missing, or another client's).
+    /// After `DISCARD ALL`, `DEALLOCATE` or a session reset (the server has dropped them), and, through a connection
+    /// pooler, when a transaction begins or ends: a statement is then prepared and run inside one transaction only,
+    /// since a pooler in transaction mode may run the next on another server session (where the name is missing).
     mutating func forgetAll() {
         entries.removeAll()
         namesOfTransaction.removeAll()
@@ -133,8 +133,9 @@ extension PostgresConnection {
     /// transaction.
     func runPrepared(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
         try confirmTransactionOpen(sql: sql)
-        // Outside a transaction, preparing and running are two round trips a pooler may send to two server sessions.
-        guard transactionStatus == PQTRANS_INTRANS, let entry = try preparedEntry(sql, parameters) else { return try run(sql, parameters) }
+        // Through a pooler, outside a transaction, preparing and running are two round trips it may send to two server
+        // sessions.
+        guard !reachesServerThroughPooler || transactionStatus == PQTRANS_INTRANS, let entry = try preparedEntry(sql, parameters) else { return try run(sql, parameters) }
         var result = executePrepared(entry, parameters)
         if Self.isStalePreparedStatement(result) {
             prepared.forget(sql)

@@ -155,10 +155,11 @@ public final class PostgresStatement {
     }
 
     private func execute() throws -> PostgresResult {
-        // Outside any transaction, a statement whose reading or writing Strata's settings decide runs in one of its
-        // own that sets them (`inSettingsTransaction`): set for the session, they would stay on a pooled server
-        // connection. Unprepared: preparing it would cost two more round trips for one run.
-        if connection.transactionStatus == PQTRANS_IDLE, connection.transactionOwner == nil, Self.runsInATransaction(sql) {
+        // Through a pooler, outside any transaction, a statement whose reading or writing Strata's settings decide runs
+        // in one of its own that sets them (`inSettingsTransaction`): set for the session, they would stay on a pooled
+        // server connection. Unprepared: preparing it would cost two more round trips for one run.
+        if connection.reachesServerThroughPooler, connection.transactionStatus == PQTRANS_IDLE, connection.transactionOwner == nil,
+           Self.runsInATransaction(sql) {
             executions += 1
             return try connection.inSettingsTransaction {
                 try connection.run(sql, parameters, binary: connection.prepared.readsInBinary(sql, connection: connection))
