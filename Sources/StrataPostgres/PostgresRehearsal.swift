@@ -1,3 +1,4 @@
+import CLibPQ
 import StrataCore
 
 /// Rehearsals on PostgreSQL run every transactional step inside one transaction on the database itself, each step
@@ -222,12 +223,20 @@ final class PostgresRehearsalStage: RehearsalStage {
         let drawn = (try? readLocks().filter { $0.mode == "RowExclusiveLock" && sequences[$0.oid] != nil }.map(\.oid)) ?? []
         // The advisory locks the last step took, by name (those still held after the rollback are undone below).
         try? session.noteNewLocks()
+        if connection.reachesServerThroughPooler && connection.transactionStatus == PQTRANS_INTRANS {
+            do {
+                sessionLeftovers = try session.undoInTransaction()
+            } catch {
+                end()
+                throw DatabaseError(kind: .other, code: nil, message: "the rehearsal could not read or release the advisory locks its steps may have left on the server session (\(error)); the pooler keeps that session for its next client: end it (pg_terminate_backend) or restart the pool")
+            }
+        }
         end()
         guard !connection.isInTransaction else {
             throw DatabaseError(kind: .other, code: nil, message: "the rehearsal's transaction could not be rolled back; close the connection, which ends it without committing")
         }
         do {
-            sessionLeftovers = try session.undo()
+            if !connection.reachesServerThroughPooler { sessionLeftovers = try session.undo() }
         } catch {
             throw DatabaseError(kind: .other, code: nil, message: "the rehearsal could not read or release the advisory locks and dblink connections its steps may have left on the connection (\(error)); close the connection, which ends them")
         }

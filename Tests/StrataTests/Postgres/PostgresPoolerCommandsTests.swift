@@ -50,6 +50,25 @@ final class PostgresPoolerCommandsTests: XCTestCase {
         XCTAssertEqual(try bouncer.psql(database: database, "SELECT to_regclass('public.a_name') IS NOT NULL AND to_regclass('public.b') IS NOT NULL"), "t")
     }
 
+    /// A session advisory lock a rehearsed step takes and keeps outlives the rollback on the pooled server session the
+    /// application gets next: through the pooler it is released inside the rehearsal's transaction, on that session,
+    /// and reported; no session is left holding it.
+    func testARehearsalThroughATransactionPoolerLeavesNoSessionLock() throws {
+        let bouncer = try PgBouncer.start(self, mode: .transaction, poolSize: 1)
+        let project = try Project(self, backend: .postgres, files: [
+            "sql/001_t.sql": "CREATE TABLE t (id int);",
+            "sql/002_lock.sql": "SELECT pg_advisory_lock(424242);\nINSERT INTO t VALUES (1);",
+        ])
+        let server = try PostgresServer.shared()
+        let database = try server.database(for: project.root)
+        let rehearsal = try project.strata(["rehearse", "--database", bouncer.url(database: database), "--format", "json"])
+        XCTAssertEqual(rehearsal.status, 0, rehearsal.stderr + rehearsal.stdout)
+        XCTAssertTrue(rehearsal.stdout.contains("424242 (exclusive)"), rehearsal.stdout)
+        XCTAssertTrue(rehearsal.stdout.contains("released by the rehearsal"), rehearsal.stdout)
+        XCTAssertEqual(try bouncer.psql(database: database, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 424242"), "0")
+        XCTAssertEqual(try bouncer.psql(database: database, "SELECT to_regclass('public.t') IS NULL"), "t")
+    }
+
     func testADirectDatabaseIsForAPostgreSQLDatabase() throws {
         let project = try Project(self, files: ["sql/001_t.sql": "CREATE TABLE t (id int);"])
         let result = try project.strata(["migrate", "--database", project.databasePath, "--direct-database", "postgresql:///x"])
