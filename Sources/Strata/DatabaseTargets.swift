@@ -10,6 +10,22 @@ public enum DatabaseTargets {
     /// The database `option` (a `--database` value) names, else the manifest's `<database>`; throws
     /// `MigrationError.noDatabase` when neither names one, and `DatabaseLocationError` for a name its backend refuses.
     public static func target(option: String?, manifest: Manifest?) throws -> any DatabaseTarget {
+        try target(option: option, manifest: manifest, direct: nil)
+    }
+
+    /// `target(option:manifest:)`, with `direct` (a `--direct-database` value): a connection straight to the same
+    /// PostgreSQL database for what needs a session of its own while it runs, when the target goes through a
+    /// connection pooler (`PostgresConnection.directURL`). Refused for a SQLite target.
+    public static func target(option: String?, manifest: Manifest?, direct: String?) throws -> any DatabaseTarget {
+        let target = try baseTarget(option: option, manifest: manifest)
+        guard let direct else { return target }
+        guard let postgres = target as? PostgresTarget, PostgresURL.isURI(direct) || DatabaseURL.isKeywordValue(direct) else {
+            throw DatabaseLocationError("--direct-database names a PostgreSQL connection straight to the server (postgresql://… or host=… dbname=…), used with a PostgreSQL --database that goes through a connection pooler")
+        }
+        return PostgresTarget(url: postgres.url, historySchema: postgres.historySchema, directURL: direct)
+    }
+
+    private static func baseTarget(option: String?, manifest: Manifest?) throws -> any DatabaseTarget {
         if let option {
             return try target(location: option, source: "--database '\(DatabaseURL.redacted(option))'",
                               historySchema: manifest?.databaseSchema)

@@ -163,6 +163,16 @@ public final class PostgresStatement {
     }
 
     private func execute() throws -> PostgresResult {
+        // Through a pooler, outside any transaction, a statement whose reading or writing Strata's settings decide runs
+        // in one of its own that sets them (`inSettingsTransaction`): set for the session, they would stay on a pooled
+        // server connection. Unprepared: preparing it would cost two more round trips for one run.
+        if connection.reachesServerThroughPooler, connection.transactionStatus == PQTRANS_IDLE, connection.transactionOwner == nil,
+           Self.runsInATransaction(sql) {
+            executions += 1
+            return try connection.inSettingsTransaction {
+                try connection.run(sql, parameters, binary: connection.prepared.readsInBinary(sql, connection: connection))
+            }
+        }
         executions += 1
         // A batch's statement, run again and again, is prepared from its second run.
         if executions > 1 || connection.preparesEveryStatement { return try connection.runPrepared(sql, parameters) }
@@ -170,6 +180,28 @@ public final class PostgresStatement {
         // later one earlier on `search_path` shadows), with its result in binary when an earlier text run of this
         // SQL on the session was a SELECT whose columns all have a binary reading.
         return try connection.run(sql, parameters, binary: connection.prepared.readsInBinary(sql, connection: connection))
+    }
+
+    /// Whether `sql` is a query or a row change (its first word `SELECT`, `WITH`, `VALUES`, `TABLE`, `SHOW`, `INSERT`,
+    /// `UPDATE`, `DELETE` or `MERGE`, after any comments and opening parentheses), which can run inside a transaction
+    /// block; other commands (`CREATE DATABASE`, `VACUUM`, `CREATE INDEX CONCURRENTLY`) may not.
+    static func runsInATransaction(_ sql: String) -> Bool {
+        var bytes = Substring(sql).utf8[...]
+        while let first = bytes.first {
+            if first == UInt8(ascii: "(") || first == UInt8(ascii: " ") || (9...13).contains(first) {
+                bytes = bytes.dropFirst()
+            } else if bytes.starts(with: "--".utf8) {
+                bytes = bytes.drop { $0 != UInt8(ascii: "\n") }
+            } else if bytes.starts(with: "/*".utf8) {
+                // Not nested: a statement Strata sends itself starts with one plain comment at most.
+                guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: "*/".utf8) }) else { return false }
+                bytes = bytes[end...].dropFirst(2)
+            } else {
+                break
+            }
+        }
+        let word = String(decoding: bytes.prefix { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) }, as: UTF8.self).uppercased()
+        return ["SELECT", "WITH", "VALUES", "TABLE", "SHOW", "INSERT", "UPDATE", "DELETE", "MERGE"].contains(word)
     }
 
     /// Moves to the next row, running the statement first if needed; false when there are no more.

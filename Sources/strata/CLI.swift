@@ -56,11 +56,12 @@ enum CLI {
                     usage: "strata validate --manifest PATH", valueOptions: ["manifest"],
                     details: "Exit 0 with a summary when valid; exit 1 listing every problem as path:line:column: message."),
         CommandSpec(name: "migrate", summary: "apply every pending migration and seed, in plan order",
-                    usage: "strata migrate --manifest PATH [--database PATH] [--context NAME]... [--to ID] [--strict-order] [--timeout SECONDS] [--plan-id ID] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
-                    valueOptions: manifestOptions.union(["timeout", "plan-id", "to"]).union(stepOptions).union(backupOptions),
+                    usage: "strata migrate --manifest PATH [--database PATH] [--direct-database URL] [--context NAME]... [--to ID] [--strict-order] [--timeout SECONDS] [--plan-id ID] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout", "plan-id", "to", "direct-database"]).union(stepOptions).union(backupOptions),
                     repeatableOptions: ["context"], flags: ["strict-order", "no-backup", "new-history"],
                     details: "--to ID applies the pending steps up to and including ID (plan order); later ones stay pending. An ID no step has is a usage error (exit 2) naming the nearest.\n"
-                        + "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id, and fails a step whose file changed after that check.\n\n"
+                        + "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id, and fails a step whose file changed after that check.\n"
+                        + "--direct-database URL (PostgreSQL): when --database goes through a connection pooler (PgBouncer), a connection straight to the same database for the claims of transaction=\"none\" steps; without it such a plan is refused (exit 3, reason pooler).\n\n"
                         + newHistoryHelp + "\n\n" + backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "seed", summary: "apply pending seed sets only",
                     usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",

@@ -27,6 +27,7 @@ enum Completion {
         "lock-timeout": .free,
         "lock-retries": .free,
         "statement-timeout": .free,
+        "direct-database": .free,
     ]
 
     /// What to offer for each command's positional argument (commands without one are absent).

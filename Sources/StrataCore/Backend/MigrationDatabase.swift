@@ -60,6 +60,10 @@ public protocol MigrationDatabase: DatabaseConnection {
     /// Why `MigrationOptions.backup` cannot be honoured on this database, and what to use instead: the refusal's
     /// message on a backend that is no `BackupSource`.
     var backupUnavailableReason: String { get }
+    /// Why the `transaction="none"` migration `id` (nil: any) cannot run on this connection, nil when it can: the
+    /// planner refuses a plan holding one before anything runs (reason `pooler`). PostgreSQL through a connection
+    /// pooler with no direct connection given: the step's claim needs a server session of its own while it runs.
+    func noneStepRefusal(id: String?) -> String?
 }
 
 extension MigrationDatabase {
@@ -69,6 +73,9 @@ extension MigrationDatabase {
 
     /// SQLite's statements, `VACUUM` included, either complete or leave nothing behind.
     public func unfinishedObjects() throws -> [UnfinishedObject] { [] }
+
+    /// A backend whose connection is its own session runs `transaction="none"` migrations on it.
+    public func noneStepRefusal(id: String?) -> String? { nil }
 
     /// A SQLite database holds one history.
     public func otherHistories() throws -> [OtherHistory] { [] }

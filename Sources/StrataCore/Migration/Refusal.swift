@@ -37,6 +37,9 @@ public struct Refusal: Sendable, Equatable, CustomStringConvertible {
         /// `rehearse` cannot run the plan where nothing is kept: no room for a copy, a step being applied by another
         /// process right now, or a database whose backend offers no way to rehearse.
         case notRehearsable = "not-rehearsable"
+        /// A `transaction="none"` migration is due and the connection reaches the server through a connection pooler,
+        /// with no direct connection given for the step's claim (`MigrationDatabase.noneStepRefusal`).
+        case pooler
     }
 
     /// Why `migrate` refused.
