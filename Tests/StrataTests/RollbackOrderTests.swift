@@ -211,4 +211,25 @@ final class RollbackOrderTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: missing), "a rollback creates no database")
         }
     }
+
+    /// A down is checked by the same rules as an up before anything runs: a statement that cannot run in the
+    /// down's transaction refuses the rollback (`invalid-sql`) rather than failing it half-way, and `validate` says so.
+    func testADownThatCannotRunAsWrittenIsRefusedBeforeAnyDownRuns() throws {
+        try forEachBackend { backend in
+            var files = Self.three
+            let outside = backend.kind == .sqlite ? "VACUUM;" : "DROP INDEX CONCURRENTLY IF EXISTS users_name;"
+            files["sql/002_admin.sql"] = Self.migration("INSERT INTO users VALUES (1, 'admin');", "DELETE FROM users WHERE id = 1;\n\(outside)")
+            let project = try project(backend, files)
+            XCTAssertNil(try project.migrator().migrate().failure)
+            guard case .refused(let refusals)? = assertThrows(MigrationError.self, { try project.migrator().rollback(.steps(2)) }) else {
+                return XCTFail("a down that cannot run in its transaction must be refused up front")
+            }
+            XCTAssertTrue(refusals.contains { $0.reason == .invalidSQL && $0.id == "002_admin.sql" && $0.message.contains("the down of 002_admin.sql") }, "\(refusals)")
+            XCTAssertTrue(try project.connection().tableExists("posts"), "003's down did not run either")
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .applied])
+            let validate = try project.strata(["validate"])
+            XCTAssertEqual(validate.status, 1, validate.stdout + validate.stderr)
+            XCTAssertTrue((validate.stdout + validate.stderr).contains("sql/002_admin.sql:5"), validate.stdout + validate.stderr)
+        }
+    }
 }

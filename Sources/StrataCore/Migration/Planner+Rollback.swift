@@ -85,6 +85,11 @@ extension Planner {
         for status in range {
             if let refusal = rollbackRefusal(status) { refusals.append(refusal) }
         }
+        let downs = range.compactMap { status -> MigrationStep? in
+            if case .migration(let migration)? = status.step { migration } else { nil }
+        }
+        refusals += MigrationLint.downFindings(downs, dialect: database.dialect)
+            .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
         var planned = range.reversed().compactMap { status in
             status.step.map { PlannedStep(step: $0, reason: .rollback, rowCount: nil) }
         }
