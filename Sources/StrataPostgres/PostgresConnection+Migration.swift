@@ -379,6 +379,26 @@ extension PostgresConnection: MigrationDatabase {
         return "\(id.map { "\($0) is" } ?? "a step is") transaction=\"none\", and \(name) reaches the server through a connection pooler (the server's process id for the session is not the one the connection was given): the step's claim needs a server session of its own for as long as it runs, which a pooler does not keep; nothing ran. Give a direct connection to the same database for the claim (strata migrate --direct-database URL; a program sets PostgresConnection.directURL), or run this migration with --database pointing at the server itself"
     }
 
+    /// A rollback removes each undone step's history row and writes an audit row: it needs DELETE and INSERT on
+    /// `strata_history` (a table that does not exist yet holds nothing to roll back).
+    public func rollbackRefusal() throws -> String? {
+        let row = try rows("""
+            SELECT pg_catalog.quote_ident(current_user) AS role, c.oid IS NOT NULL AS present,
+                   coalesce(pg_catalog.has_table_privilege(c.oid, 'DELETE'), false) AS may_delete,
+                   coalesce(pg_catalog.has_table_privilege(c.oid, 'INSERT'), false) AS may_insert
+            FROM (SELECT 1) AS one
+            LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = $1
+            LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = 'strata_history'
+            """, [historySchema]).first
+        guard let row, try row.get("present", as: Bool.self) else { return nil }
+        let lacking = [("DELETE", try row.get("may_delete", as: Bool.self)), ("INSERT", try row.get("may_insert", as: Bool.self))]
+            .filter { !$0.1 }.map(\.0)
+        guard !lacking.isEmpty else { return nil }
+        let role: String = try row.get("role")
+        let table = quoteIdentifier(historySchema) + ".strata_history"
+        return "role \(role) may not \(lacking.map { $0.lowercased() }.joined(separator: " or ")) rows of \(table), which a rollback does to record what it undid; nothing ran (GRANT \(lacking.joined(separator: ", ")) ON \(table) TO \(role))"
+    }
+
     /// Seeds load with `COPY` (`PostgresSeedSink`), inside the step's transaction.
     public func seedTarget(_ seed: SeedStep) throws -> any SeedTarget {
         try PostgresSeedTarget(connection: self, step: seed)

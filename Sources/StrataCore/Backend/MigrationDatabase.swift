@@ -64,6 +64,10 @@ public protocol MigrationDatabase: DatabaseConnection {
     /// planner refuses a plan holding one before anything runs (reason `pooler`). PostgreSQL through a connection
     /// pooler with no direct connection given: the step's claim needs a server session of its own while it runs.
     func noneStepRefusal(id: String?) -> String?
+    /// Why a rollback could not record what it undoes, nil when it can: read before any down runs, so a role that
+    /// may apply steps but not remove their history rows (PostgreSQL: no DELETE on `strata_history`) is refused with
+    /// the GRANT it needs rather than failing after a `transaction="none"` down has run.
+    func rollbackRefusal() throws -> String?
 }
 
 extension MigrationDatabase {
@@ -76,6 +80,9 @@ extension MigrationDatabase {
 
     /// A backend whose connection is its own session runs `transaction="none"` migrations on it.
     public func noneStepRefusal(id: String?) -> String? { nil }
+
+    /// A backend whose history rows the connection may always remove (SQLite: a file it may write).
+    public func rollbackRefusal() throws -> String? { nil }
 
     /// A SQLite database holds one history.
     public func otherHistories() throws -> [OtherHistory] { [] }

@@ -70,6 +70,9 @@ extension Planner {
                 }
             }
         }
+        if !range.isEmpty, let reason = try database.rollbackRefusal() {
+            refusals.append(Refusal(reason: .readOnly, id: "", message: reason))
+        }
         // A step being applied or rolled back by another run now: what the range is depends on how that ends.
         refusals += statuses.filter { $0.state == .running && ($0.kind == .migration || $0.kind == .code) }.map { status in
             Refusal(reason: .inProgress, id: status.id,

@@ -97,6 +97,29 @@ final class PostgresPrivilegeTests: XCTestCase {
         XCTAssertNil(try admin.history.record(kind: .migration, identity: "002_none.sql"))
     }
 
+    /// A role that may apply steps but not delete history rows is refused a rollback before any down runs, told
+    /// the GRANT it needs; granted it, the rollback runs.
+    func testARoleThatMayNotDeleteHistoryRowsIsRefusedARollbackBeforeAnyDownRuns() throws {
+        let (project, role, admin, _) = try project()
+        try project.file("sql/001_t.sql", "-- migrate:up\nCREATE TABLE t (id int);\n-- migrate:down\nDROP TABLE t;\n")
+        let manifest = try String(contentsOf: project.root.appendingPathComponent("manifest.xml"), encoding: .utf8)
+        try project.file("manifest.xml", manifest.replacingOccurrences(of: #"<migrations directory="sql"/>"#,
+                                                                       with: #"<migrations directory="sql" format="dbmate"/>"#))
+        try admin.executeSimple("GRANT CREATE ON SCHEMA public TO \(role)")
+        try admin.history.create()
+        try admin.executeSimple("GRANT SELECT, INSERT, UPDATE ON public.strata_history TO \(role)")
+        XCTAssertEqual(try project.strata(["migrate"]).status, 0)
+        let refused = try project.strata(["rollback", "--steps", "1"])
+        XCTAssertEqual(refused.status, 3, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("may not delete rows of \"public\".strata_history"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("GRANT DELETE ON \"public\".strata_history TO \(role)"), refused.stderr)
+        XCTAssertTrue(try admin.tableExists("t"), "no down ran")
+        try admin.executeSimple("GRANT DELETE ON public.strata_history TO \(role)")
+        let granted = try project.strata(["rollback", "--steps", "1"])
+        XCTAssertEqual(granted.status, 0, granted.stderr)
+        XCTAssertFalse(try admin.tableExists("t"))
+    }
+
     /// The history lives in a schema the deploy role may not read (another role made it there, first on its
     /// `search_path`): it cannot be told whether it records these steps, so a run whose own history is empty
     /// refuses rather than start a second history and run every step again.
