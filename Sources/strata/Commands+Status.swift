@@ -54,7 +54,7 @@ extension Commands {
         }
         // The up section's lines of each migration in another tool's format, for the reviewer.
         let sections: [MigrationSection?] = plan.steps.map { step in
-            guard case .migration(let migration) = step.step, migration.format != .plain else { return nil }
+            guard case .migration(let migration) = step.step, migration.format.hasSections else { return nil }
             return try? migration.format.upSection(ofFileAt: migration.path)
         }
         let undoing = invocation.spec.name == "rollback"
@@ -85,6 +85,7 @@ extension Commands {
                            guard case .migration(let migration) = step.step,
                                  case .object(var pairs) = Self.json(step) else { return Self.json(step) }
                            pairs.append(("format", .string(migration.format.rawValue)))
+                           pairs.append(("down", .optional(Self.downText(migration))))
                            if let section {
                                pairs.append(("upSection", .array([.optional(section.startLine), .optional(section.endLine)])))
                            }

@@ -26,6 +26,29 @@ public enum MigrationFormat: String, Sendable, Equatable, Codable, CaseIterable 
     case sqlMigrate = "sql-migrate"
     /// [dbmate](https://github.com/amacneil/dbmate): `-- migrate:up [transaction:false]`, `-- migrate:down`.
     case dbmate
+    /// [golang-migrate](https://github.com/golang-migrate/migrate): `{version}_{title}.up.sql` and its
+    /// `.down.sql`, each file run whole; versions are integers.
+    case golangMigrate = "golang-migrate"
+    /// [sqlx](https://github.com/launchbadge/sqlx): golang-migrate's reversible pairs, or `{version}_{description}.sql`
+    /// without a down; a file that starts with `-- no-transaction` runs outside a transaction.
+    case sqlx
+    /// [diesel](https://diesel.rs): one directory per migration, `{version}_{name}/up.sql` and `down.sql`.
+    case diesel
+    /// [Flyway](https://flywaydb.org): `V{version}__{description}.sql`, its undo `U{version}__{description}.sql`,
+    /// and repeatable `R__{description}.sql`.
+    case flyway
+
+    /// Whether a file holds an up and a down section (goose, sql-migrate, dbmate); every other format's files run
+    /// whole, the down being a file of its own.
+    public var hasSections: Bool {
+        switch self {
+        case .goose, .sqlMigrate, .dbmate: true
+        case .plain, .golangMigrate, .sqlx, .diesel, .flyway: false
+        }
+    }
+
+    /// Whether the format is a directory layout of its own (`MigrationLayout`) rather than Strata's.
+    var isLayout: Bool { !hasSections && self != .plain }
 }
 
 /// The part of a migration file that runs: a byte range of the file, so the checksum stays that of the whole file
@@ -115,7 +138,7 @@ extension MigrationFormat {
     /// The markers of an empty file in this format (what `strata new` writes after its comment header).
     var skeleton: String {
         switch self {
-        case .plain: ""
+        case .plain, .golangMigrate, .sqlx, .diesel, .flyway: ""
         case .goose: "-- +goose Up\n\n-- +goose Down\n"
         case .sqlMigrate: "-- +migrate Up\n\n-- +migrate Down\n"
         case .dbmate: "-- migrate:up\n\n-- migrate:down\n"
@@ -211,7 +234,7 @@ struct SectionScanner {
         let total = offset
         // `line` is now one past the last line; a file that ends with a line break has no text on it.
         let lastLine = line - 1
-        guard format != .plain else {
+        guard format.hasSections else {
             return MigrationSection(range: 0..<total, startLine: 1, endLine: lastLine, runsInTransaction: true)
         }
         guard let upMarkerLine, let upStart else {
@@ -269,7 +292,7 @@ struct SectionScanner {
                     + "format=\"\(marker.tool.toolName)\" on its <migrations> or <migration> so only the up section runs")
             }
             throw MigrationFormatError(line: line, message: "'\(shown)' is a \(marker.tool.toolName) marker, but the "
-                + "file is declared format=\"\(format.toolName)\"")
+                + "file is declared format=\"\(format.toolName)\"" + (format.hasSections ? "" : ", whose files run whole"))
         }
         try apply(marker, shown: shown, next: next)
     }
@@ -364,7 +387,7 @@ private struct Marker {
         switch format {
         case .goose: "'-- +goose \(command)'"
         case .sqlMigrate: "'-- +migrate \(command)'"
-        case .dbmate, .plain: "'-- migrate:\(command.lowercased())'"
+        default: "'-- migrate:\(command.lowercased())'"
         }
     }
 }

@@ -20,7 +20,12 @@ enum MigrationLint {
                 return [(migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: max(failure?.line ?? 1, 1)),
                                                        "\(failure?.message ?? "\(error)") (\(migration.location))"))]
             }
-            return dialect.lint(Array(bytes[section.range]), insideTransaction: migration.runsInTransaction).map {
+            var runnable = Array(bytes[section.range])
+            if MigrationScript.unwrapsOuterTransaction(migration, runsInTransaction: migration.runsInTransaction, path: migration.path),
+               let unwrapped = OuterTransaction.unwrapped(runnable, backend: dialect.backend) {
+                runnable = unwrapped
+            }
+            return dialect.lint(runnable, insideTransaction: migration.runsInTransaction).map {
                 (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line + section.startLine - 1,
                                                               column: $0.column),
                                                $0.message + " (\(migration.location))"))

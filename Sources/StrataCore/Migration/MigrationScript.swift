@@ -33,10 +33,21 @@ struct MigrationScript {
         }
     }
 
+    /// Whether a file's own outer `BEGIN; … COMMIT;` may be taken as the step's transaction (`OuterTransaction`):
+    /// under a declared format, in a transaction, and for files the lint reads ahead (larger ones stream as written).
+    private var unwrapsOuterTransaction: Bool {
+        Self.unwrapsOuterTransaction(migration, runsInTransaction: runsInTransaction, path: path)
+    }
+
+    static func unwrapsOuterTransaction(_ migration: MigrationStep, runsInTransaction: Bool, path: String) -> Bool {
+        guard migration.format != .plain, runsInTransaction, let size = try? RegularFile(path: path).size else { return false }
+        return size <= MigrationLint.sizeLimit
+    }
+
     /// The part's section of the whole file's bytes.
     private func section(of bytes: [UInt8]) throws -> MigrationSection {
         guard case .down = part else { return try format.upSection(of: bytes) }
-        guard format != .plain else { return try format.upSection(of: bytes) }
+        guard format.hasSections else { return try format.upSection(of: bytes) }
         guard let down = try format.downSection(of: bytes) else {
             throw MigrationFormatError(line: 1, message: "the file has no down section any more (\(format.toolName)); its down cannot run")
         }
@@ -94,7 +105,7 @@ struct MigrationScript {
             }
         }
         do {
-            if format == .plain {
+            if !format.hasSections && !unwrapsOuterTransaction {
                 try database.runScript(contentsOfFile: path, insideTransaction: runsInTransaction,
                                        progress: { read, total in
                     progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
@@ -112,7 +123,11 @@ struct MigrationScript {
                 guard section.runsInTransaction || !runsInTransaction, part != .up || section.runsInTransaction == runsInTransaction else {
                     throw failure("the file's own transaction option changed since the manifest was read; run again")
                 }
-                try database.runScript(Array(bytes[section.range]), startLine: section.startLine,
+                var runnable = Array(bytes[section.range])
+                if unwrapsOuterTransaction, let unwrapped = OuterTransaction.unwrapped(runnable, backend: database.dialect.backend) {
+                    runnable = unwrapped
+                }
+                try database.runScript(runnable, startLine: section.startLine,
                                        insideTransaction: runsInTransaction, afterEach: statementFinished)
             }
         } catch let error as DatabaseError {
