@@ -36,10 +36,9 @@ extension Commands {
         let width = downs.map(\.0.count).max() ?? 0
         for (id, down) in downs { output.line("  \(id.padded(to: width))  down: \(down)") }
         output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
-                       "downs": .object(downs.map { ($0.0, .string($0.1)) }),
                        "plans": .object(plans.map { ($0.0.rawValue, .optional($0.1)) }),
                        "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count),
-                       "warnings": warnings])
+                       "warnings": warnings, "downs": .object(downs.map { ($0.0, .string($0.1)) })])
         return ExitCode.success
     }
 
