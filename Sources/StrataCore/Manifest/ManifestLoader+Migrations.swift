@@ -21,7 +21,8 @@ extension ManifestLoader {
             return nil
         })
         for path in downs { found[path] = nil }
-        migrations += found.values.compactMap { sectioned($0, transaction: transactionAttribute[$0.path]) }
+        let envsub = element.attribute("envsub") == "true"
+        migrations += found.values.compactMap { sectioned($0, transaction: transactionAttribute[$0.path], envsub: envsub) }
         for child in element.children where child.name == "code" {
             readCode(child, following: Array(found.values))
         }
@@ -102,12 +103,15 @@ extension ManifestLoader {
     /// Reads the file's sections as its format defines them (a constant-memory pass): a `plain` file holding
     /// another tool's up/down markers is refused, naming the marker's line, and a declared format's own
     /// "no transaction" option is folded into the step.
-    private mutating func sectioned(_ step: MigrationStep, transaction: String?) -> MigrationStep? {
+    private mutating func sectioned(_ step: MigrationStep, transaction: String?, envsub: Bool) -> MigrationStep? {
         let section: MigrationSection
         var down = step.down
         do {
             let sections = try step.format.sections(ofFileAt: step.path)
             section = sections.up
+            if !envsub, let line = sections.up.environmentLine ?? sections.down?.environmentLine {
+                throw MigrationFormatError(line: line, message: "'-- +goose ENVSUB ON' asks goose to substitute environment variables into the SQL; Strata does so only when the manifest opts in: add envsub=\"true\" to its <migrations>")
+            }
             if down == nil, let downSection = sections.down {
                 down = MigrationDown(source: .section, runsInTransaction: downSection.runsInTransaction && step.runsInTransaction)
             }
@@ -121,8 +125,10 @@ extension ManifestLoader {
             problems.append(ManifestProblem(step.location,
                 "migration '\(step.id)' says transaction=\"file\", but the file itself asks to run outside a transaction (\(step.format.rawValue)); remove one of the two"))
         }
-        return MigrationStep(id: step.id, path: step.path, runsInTransaction: step.runsInTransaction && section.runsInTransaction,
-                             enforcesForeignKeys: step.enforcesForeignKeys, location: step.location, format: step.format,
-                             backends: step.backends, down: down, repeatable: step.repeatable)
+        var sectioned = MigrationStep(id: step.id, path: step.path, runsInTransaction: step.runsInTransaction && section.runsInTransaction,
+                                      enforcesForeignKeys: step.enforcesForeignKeys, location: step.location, format: step.format,
+                                      backends: step.backends, down: down, repeatable: step.repeatable)
+        sectioned.substitutesEnvironment = envsub && step.format == .goose
+        return sectioned
     }
 }

@@ -99,6 +99,11 @@ enum ManifestSchema {
                 <xs:attribute name="foreignKeys" type="onOff"/>
                 <xs:attribute name="format" type="migrationFormat"/>
                 <xs:attribute name="backend" type="backend"/>
+                <xs:attribute name="envsub">
+                  <xs:simpleType>
+                    <xs:restriction base="xs:string"><xs:enumeration value="true"/><xs:enumeration value="false"/></xs:restriction>
+                  </xs:simpleType>
+                </xs:attribute>
               </xs:complexType>
             </xs:element>
             <xs:element name="seeds">

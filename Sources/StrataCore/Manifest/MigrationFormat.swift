@@ -64,6 +64,11 @@ public struct MigrationSection: Sendable, Equatable {
     /// False when the file asks to run outside a transaction (`-- +goose NO TRANSACTION`,
     /// `-- +migrate Up notransaction`, `-- migrate:up transaction:false`).
     public let runsInTransaction: Bool
+    /// goose's `-- +goose ENVSUB ON` … `OFF` parts inside `range` (file offsets), where environment variables are
+    /// substituted; empty for every other file.
+    public var environmentRanges: [Range<Int>] = []
+    /// The line of the first `ENVSUB ON` that `environmentRanges` start from, for messages.
+    public var environmentLine: Int?
 }
 
 /// A migration file whose sections cannot be followed: a marker in a file declared `plain`, a missing or repeated
@@ -176,6 +181,10 @@ struct SectionScanner {
     private var downNoTransaction = false
     /// goose's `NO TRANSACTION`: the whole file, both sections, runs outside a transaction.
     private var fileNoTransaction = false
+    /// goose's `ENVSUB ON` parts: the one open since `envsubStart` (its marker on `envsubLine`), and those closed.
+    private var envsubStart: Int?
+    private var envsubLine: Int?
+    private var envsubRanges: [Range<Int>] = []
 
     init(format: MigrationFormat) {
         self.format = format
@@ -244,8 +253,19 @@ struct SectionScanner {
         if let blockLine {
             throw MigrationFormatError(line: blockLine, message: "\(blockBegin) has no matching \(blockEnd)")
         }
-        return MigrationSection(range: upStart..<(upEnd ?? total), startLine: upMarkerLine + 1,
-                                endLine: downMarkerLine.map { $0 - 1 } ?? lastLine, runsInTransaction: !noTransaction)
+        var section = MigrationSection(range: upStart..<(upEnd ?? total), startLine: upMarkerLine + 1,
+                                       endLine: downMarkerLine.map { $0 - 1 } ?? lastLine, runsInTransaction: !noTransaction)
+        section.environmentRanges = environmentRanges(in: section.range)
+        section.environmentLine = section.environmentRanges.isEmpty ? nil : envsubLine
+        return section
+    }
+
+    /// The `ENVSUB ON` parts (one still open reaching to the end of the file) clipped to `range`.
+    private func environmentRanges(in range: Range<Int>) -> [Range<Int>] {
+        (envsubRanges + (envsubStart.map { [$0..<offset] } ?? [])).compactMap { part in
+            let lower = max(part.lowerBound, range.lowerBound), upper = min(part.upperBound, range.upperBound)
+            return lower < upper ? lower..<upper : nil
+        }
     }
 
     /// After `finish()`'s checks: the down section, nil without a down marker.
@@ -257,8 +277,11 @@ struct SectionScanner {
     /// The down section found so far (after `finish()`), nil without a down marker.
     private var downSection: MigrationSection? {
         guard let downMarkerLine, let downStart else { return nil }
-        return MigrationSection(range: downStart..<max(offset, downStart), startLine: downMarkerLine + 1, endLine: line - 1,
-                                runsInTransaction: !(downNoTransaction || fileNoTransaction))
+        var section = MigrationSection(range: downStart..<max(offset, downStart), startLine: downMarkerLine + 1, endLine: line - 1,
+                                       runsInTransaction: !(downNoTransaction || fileNoTransaction))
+        section.environmentRanges = environmentRanges(in: section.range)
+        section.environmentLine = section.environmentRanges.isEmpty ? nil : envsubLine
+        return section
     }
 
     // MARK: One line
@@ -340,9 +363,11 @@ struct SectionScanner {
             noTransaction = true
             fileNoTransaction = true
         case "envsub off" where format == .goose, "envsubst off" where format == .goose:
-            break
+            if let envsubStart { envsubRanges.append(envsubStart..<lineStart) }
+            envsubStart = nil
         case "envsub on" where format == .goose, "envsubst on" where format == .goose:
-            throw fail("'\(shown)' asks goose to substitute environment variables into the SQL; Strata runs SQL as written")
+            if envsubStart == nil { envsubStart = next }
+            if envsubLine == nil { envsubLine = line }
         default:
             throw fail("unknown \(format.toolName) annotation '\(shown)'")
         }

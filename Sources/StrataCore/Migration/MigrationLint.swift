@@ -21,6 +21,8 @@ enum MigrationLint {
                                                        "\(failure?.message ?? "\(error)") (\(migration.location))"))]
             }
             var runnable = Array(bytes[section.range])
+            // What runs, where the environment is there to fill it; otherwise the file as written.
+            if let substituted = try? MigrationScript.substituted(runnable, section, migration) { runnable = substituted }
             if MigrationScript.unwrapsOuterTransaction(migration, runsInTransaction: migration.runsInTransaction, path: migration.path),
                let unwrapped = OuterTransaction.unwrapped(runnable, backend: dialect.backend) {
                 runnable = unwrapped
