@@ -31,10 +31,14 @@ extension Commands {
         let summary = counted(manifest.migrations.count, "migration") + perBackend + ", "
             + counted(manifest.seeds.count, "seed") + ", " + counted(manifest.models.count, "model")
         output.line("ok: \(summary)")
+        // Each up with what undoes it, so a reviewer sees the layout was read as its tool reads it.
+        let downs = manifest.migrations.compactMap { migration in Self.downText(migration).map { (migration.id, $0) } }
+        let width = downs.map(\.0.count).max() ?? 0
+        for (id, down) in downs { output.line("  \(id.padded(to: width))  down: \(down)") }
         output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
                        "plans": .object(plans.map { ($0.0.rawValue, .optional($0.1)) }),
                        "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count),
-                       "warnings": warnings])
+                       "warnings": warnings, "downs": .object(downs.map { ($0.0, .string($0.1)) })])
         return ExitCode.success
     }
 

@@ -55,7 +55,7 @@ extension Commands {
 
     static func plannedRow(_ step: PlannedStep, _ section: MigrationSection?) -> [String] {
         var row = [step.step.kind.rawValue, step.step.id]
-        if case .migration(let migration) = step.step, migration.format != .plain {
+        if case .migration(let migration) = step.step, migration.format.hasSections {
             row.append("\(migration.format.rawValue): up section only"
                        + (section.map { " (lines \($0.startLine)-\($0.endLine))" } ?? ""))
         } else if case .code(let code) = step.step {
@@ -65,8 +65,18 @@ extension Commands {
             row.append(step.rowCount.map { "\(formatCount($0)) rows" } ?? "")
         }
         if case .migration(let migration) = step.step, migration.repeatable { row.append("repeatable") }
+        if case .migration(let migration) = step.step, let down = downText(migration) { row.append("down: \(down)") }
         if step.reason != .pending { row.append("(\(step.reason.rawValue))") }
         return row
+    }
+
+    /// What undoes a migration, as `validate` and `plan` show it: its down file, or its own down section.
+    static func downText(_ migration: MigrationStep) -> String? {
+        switch migration.down?.source {
+        case nil: nil
+        case .section?: "its \(migration.format.rawValue) down section"
+        case .file(let path)?: displayPath(path)
+        }
     }
 
     static func json(_ problem: ManifestProblem) -> JSON {

@@ -61,7 +61,7 @@ extension Commands {
         }
         // The up section's lines of each migration in another tool's format, for the reviewer.
         let sections: [MigrationSection?] = plan.steps.map { step in
-            guard case .migration(let migration) = step.step, migration.format != .plain else { return nil }
+            guard case .migration(let migration) = step.step, migration.format.hasSections else { return nil }
             return try? migration.format.upSection(ofFileAt: migration.path)
         }
         let undoing = invocation.spec.name == "rollback"
@@ -92,6 +92,7 @@ extension Commands {
                                  case .object(var pairs) = Self.json(step) else { return Self.json(step) }
                            pairs.append(("format", .string(migration.format.rawValue)))
                            pairs.append(("repeatable", .bool(migration.repeatable)))
+                           pairs.append(("down", .optional(Self.downText(migration))))
                            if let section {
                                pairs.append(("upSection", .array([.optional(section.startLine), .optional(section.endLine)])))
                            }

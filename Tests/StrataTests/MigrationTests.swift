@@ -719,7 +719,6 @@ final class MigrationTests: XCTestCase {
             (.goose, "-- +goose Up\n-- +goose StatementBegin\nSELECT 1;\n", 2, "'-- +goose StatementBegin' has no matching"),
             (.goose, "-- +goose Up\n-- +goose StatementBegin\n-- +goose Down\n", 3, "inside the '-- +goose StatementBegin' of line 2"),
             (.goose, "-- +goose Up\n-- +goose StatementEnd\n", 2, "without a '-- +goose StatementBegin'"),
-            (.goose, "-- +goose ENVSUB ON\n-- +goose Up\nSELECT '${X}';\n", 1, "substitute environment variables"),
             (.goose, "-- +goose Up\n-- +goose Sideways\n", 2, "unknown goose annotation '-- +goose Sideways'"),
             (.goose, "-- +goose Up\nSELECT 1;\n-- migrate:down\n", 3, "is a dbmate marker, but the file is declared format=\"goose\""),
             (.sqlMigrate, "-- +migrate Up sometimes\nSELECT 1;\n", 1, "unknown sql-migrate option 'sometimes'"),

@@ -335,6 +335,9 @@ public struct MigrationStep: Sendable, Equatable {
     /// By default they are off while a migration runs (and checked before it commits), as SQLite's documented
     /// procedure for schema changes requires: a table rebuild must not cascade into its children.
     public var enforcesForeignKeys = false
+    /// True for goose files in a `<migrations envsub="true">`: the parts between `-- +goose ENVSUB ON` and `OFF` have
+    /// `${NAME}` filled from the environment when they run (`EnvironmentSubstitution`); the checksum stays the file's.
+    public var substitutesEnvironment = false
     /// Where the manifest declares it (its `<migrations>` or `<migration>` element).
     public let location: SourceLocation
     /// The backends whose plans hold this migration (`backend="…"` on it or its `<migrations>`); nil for every

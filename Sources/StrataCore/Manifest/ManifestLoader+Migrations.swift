@@ -17,7 +17,14 @@ extension ManifestLoader {
         }
         let transactionAttribute = readListedMigrations(element, context, directory: directory,
                                                         format: directoryFormat, backend: directoryBackend, into: &found)
-        migrations += found.values.compactMap { sectioned($0, transaction: transactionAttribute[$0.path]) }
+        // A file that undoes another is not a migration of its own, however it was found.
+        let downs = Set(found.values.compactMap { step -> String? in
+            if case .file(let path)? = step.down?.source { return path }
+            return nil
+        })
+        for path in downs { found[path] = nil }
+        let envsub = element.attribute("envsub") == "true"
+        migrations += found.values.compactMap { sectioned($0, transaction: transactionAttribute[$0.path], envsub: envsub) }
         for child in element.children where child.name == "code" {
             readCode(child, following: Array(found.values))
         }
@@ -48,27 +55,66 @@ extension ManifestLoader {
                 continue
             }
             listed[resolved] = child.line
-            found[resolved] = MigrationStep(id: child.attribute("id") ?? PathComponents.last(resolved), path: resolved,
-                                            runsInTransaction: child.attribute("transaction") != "none",
+            // What the directory's layout found of the file (its identity, down, transaction) unless the line says otherwise.
+            let layout = found[resolved]
+            let runsInTransaction = child.attribute("transaction").map { $0 != "none" } ?? layout?.runsInTransaction ?? true
+            let format = child.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? directoryFormat
+            var down = layout?.down.map { MigrationDown(source: $0.source, runsInTransaction: runsInTransaction) }
+            if let written = child.attribute("down") {
+                guard let named = listedDown(written, of: file, child, context, directory: directory, format: format) else { continue }
+                down = MigrationDown(source: .file(named), runsInTransaction: runsInTransaction)
+            } else if layout == nil, format == .plain, resolved.hasSuffix(".sql") {
+                // Strata's own layout for a listed file too: NAME.down.sql beside NAME.sql undoes it, and a
+                // down.sql beside an up.sql (diesel's directories, listed one by one).
+                let beside = PathComponents.last(resolved) == "up.sql"
+                    ? PathComponents.appending("down.sql", to: PathComponents.deletingLast(resolved))
+                    : String(resolved.dropLast(4)) + ".down.sql"
+                if FileCheck.problem(at: beside) == nil { down = MigrationDown(source: .file(beside), runsInTransaction: runsInTransaction) }
+            }
+            found[resolved] = MigrationStep(id: child.attribute("id") ?? layout?.id ?? PathComponents.last(resolved), path: resolved,
+                                            runsInTransaction: runsInTransaction,
                                             enforcesForeignKeys: (child.attribute("foreignKeys") ?? element.attribute("foreignKeys")) == "on",
-                                            location: child.location,
-                                            format: child.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? directoryFormat,
-                                            backends: (backend ?? directoryBackend).map { [$0] },
-                                            repeatable: (child.attribute("repeatable") ?? element.attribute("repeatable")) == "true")
+                                            location: child.location, format: format,
+                                            backends: (backend ?? directoryBackend).map { [$0] }, down: down,
+                                            repeatable: child.attribute("repeatable").map { $0 == "true" }
+                                                ?? layout?.repeatable ?? (element.attribute("repeatable") == "true"))
             transactionAttribute[resolved] = child.attribute("transaction")
         }
         return transactionAttribute
     }
 
+    /// The file a `<migration down="…">` names, resolved as its `file` is; nil (reported) when it cannot be read, is
+    /// the migration itself, or the migration's format holds its down in the file (goose, sql-migrate, dbmate).
+    private mutating func listedDown(_ written: String, of file: String, _ child: XMLElement, _ context: Context,
+                                     directory: String?, format: MigrationFormat) -> String? {
+        guard !format.hasSections else {
+            problem(child, "migration '\(file)' has down=\"\(written)\", but its format (\(format.toolName)) holds the down in the file's own down section; remove one of the two")
+            return nil
+        }
+        let resolved = context.resolve(written, against: directory)
+        if let reason = FileCheck.problem(at: resolved) {
+            problem(child, "down file '\(written)' of migration '\(file)' cannot be read (\(reason))")
+            return nil
+        }
+        guard resolved != context.resolve(file, against: directory) else {
+            problem(child, "migration '\(file)' names itself as its down; a down is the file that undoes it")
+            return nil
+        }
+        return resolved
+    }
+
     /// Reads the file's sections as its format defines them (a constant-memory pass): a `plain` file holding
     /// another tool's up/down markers is refused, naming the marker's line, and a declared format's own
     /// "no transaction" option is folded into the step.
-    private mutating func sectioned(_ step: MigrationStep, transaction: String?) -> MigrationStep? {
+    private mutating func sectioned(_ step: MigrationStep, transaction: String?, envsub: Bool) -> MigrationStep? {
         let section: MigrationSection
         var down = step.down
         do {
             let sections = try step.format.sections(ofFileAt: step.path)
             section = sections.up
+            if !envsub, let line = sections.up.environmentLine ?? sections.down?.environmentLine {
+                throw MigrationFormatError(line: line, message: "'-- +goose ENVSUB ON' asks goose to substitute environment variables into the SQL; Strata does so only when the manifest opts in: add envsub=\"true\" to its <migrations>")
+            }
             if down == nil, let downSection = sections.down {
                 down = MigrationDown(source: .section, runsInTransaction: downSection.runsInTransaction && step.runsInTransaction)
             }
@@ -87,9 +133,11 @@ extension ManifestLoader {
             problems.append(ManifestProblem(step.location,
                 "migration '\(step.id)' is repeatable and asks to run outside a transaction; a repeatable migration is applied again whenever it changes, so it must run in one transaction: remove transaction=\"none\" (or the file's own no-transaction option), or make it a versioned migration"))
         }
-        return MigrationStep(id: step.id, path: step.path, runsInTransaction: step.runsInTransaction && section.runsInTransaction,
-                             enforcesForeignKeys: step.enforcesForeignKeys, location: step.location, format: step.format,
-                             backends: step.backends, down: down, repeatable: step.repeatable)
+        var sectioned = MigrationStep(id: step.id, path: step.path, runsInTransaction: step.runsInTransaction && section.runsInTransaction,
+                                      enforcesForeignKeys: step.enforcesForeignKeys, location: step.location, format: step.format,
+                                      backends: step.backends, down: down, repeatable: step.repeatable)
+        sectioned.substitutesEnvironment = envsub && step.format == .goose
+        return sectioned
     }
 }
 

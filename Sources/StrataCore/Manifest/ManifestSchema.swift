@@ -32,7 +32,8 @@ enum ManifestSchema {
       <xs:simpleType name="migrationFormat">
         <xs:restriction base="xs:string">
           <xs:enumeration value="plain"/><xs:enumeration value="goose"/><xs:enumeration value="sql-migrate"/>
-          <xs:enumeration value="dbmate"/>
+          <xs:enumeration value="dbmate"/><xs:enumeration value="golang-migrate"/><xs:enumeration value="sqlx"/>
+          <xs:enumeration value="diesel"/><xs:enumeration value="flyway"/>
         </xs:restriction>
       </xs:simpleType>
       <xs:simpleType name="trueFalse">
@@ -78,6 +79,7 @@ enum ManifestSchema {
                     <xs:complexType>
                       <xs:attribute name="file" type="nonEmpty" use="required"/>
                       <xs:attribute name="id" type="nonEmpty"/>
+                      <xs:attribute name="down" type="nonEmpty"/>
                       <xs:attribute name="transaction" type="transaction"/>
                       <xs:attribute name="foreignKeys" type="onOff"/>
                       <xs:attribute name="format" type="migrationFormat"/>
@@ -102,6 +104,7 @@ enum ManifestSchema {
                 <xs:attribute name="format" type="migrationFormat"/>
                 <xs:attribute name="backend" type="backend"/>
                 <xs:attribute name="repeatable" type="trueFalse"/>
+                <xs:attribute name="envsub" type="trueFalse"/>
               </xs:complexType>
             </xs:element>
             <xs:element name="seeds">
@@ -120,6 +123,7 @@ enum ManifestSchema {
                         </xs:element>
                       </xs:sequence>
                       <xs:attribute name="id" type="nonEmpty"/>
+                      <xs:attribute name="down" type="nonEmpty"/>
                       <xs:attribute name="file" type="nonEmpty" use="required"/>
                       <xs:attribute name="table" type="nonEmpty" use="required"/>
                       <xs:attribute name="after" type="nonEmpty"/>

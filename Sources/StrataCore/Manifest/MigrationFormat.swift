@@ -26,6 +26,29 @@ public enum MigrationFormat: String, Sendable, Equatable, Codable, CaseIterable 
     case sqlMigrate = "sql-migrate"
     /// [dbmate](https://github.com/amacneil/dbmate): `-- migrate:up [transaction:false]`, `-- migrate:down`.
     case dbmate
+    /// [golang-migrate](https://github.com/golang-migrate/migrate): `{version}_{title}.up.sql` and its
+    /// `.down.sql`, each file run whole; versions are integers.
+    case golangMigrate = "golang-migrate"
+    /// [sqlx](https://github.com/launchbadge/sqlx): golang-migrate's reversible pairs, or `{version}_{description}.sql`
+    /// without a down; a file that starts with `-- no-transaction` runs outside a transaction.
+    case sqlx
+    /// [diesel](https://diesel.rs): one directory per migration, `{version}_{name}/up.sql` and `down.sql`.
+    case diesel
+    /// [Flyway](https://flywaydb.org): `V{version}__{description}.sql`, its undo `U{version}__{description}.sql`,
+    /// and repeatable `R__{description}.sql`.
+    case flyway
+
+    /// Whether a file holds an up and a down section (goose, sql-migrate, dbmate); every other format's files run
+    /// whole, the down being a file of its own.
+    public var hasSections: Bool {
+        switch self {
+        case .goose, .sqlMigrate, .dbmate: true
+        case .plain, .golangMigrate, .sqlx, .diesel, .flyway: false
+        }
+    }
+
+    /// Whether the format is a directory layout of its own (`MigrationLayout`) rather than Strata's.
+    var isLayout: Bool { !hasSections && self != .plain }
 }
 
 /// The part of a migration file that runs: a byte range of the file, so the checksum stays that of the whole file
@@ -41,6 +64,11 @@ public struct MigrationSection: Sendable, Equatable {
     /// False when the file asks to run outside a transaction (`-- +goose NO TRANSACTION`,
     /// `-- +migrate Up notransaction`, `-- migrate:up transaction:false`).
     public let runsInTransaction: Bool
+    /// goose's `-- +goose ENVSUB ON` … `OFF` parts inside `range` (file offsets), where environment variables are
+    /// substituted; empty for every other file.
+    public var environmentRanges: [Range<Int>] = []
+    /// The line of the first `ENVSUB ON` that `environmentRanges` start from, for messages.
+    public var environmentLine: Int?
 }
 
 /// A migration file whose sections cannot be followed: a marker in a file declared `plain`, a missing or repeated
@@ -118,7 +146,7 @@ extension MigrationFormat {
     /// The markers of an empty file in this format (what `strata new` writes after its comment header).
     var skeleton: String {
         switch self {
-        case .plain: ""
+        case .plain, .golangMigrate, .sqlx, .diesel, .flyway: ""
         case .goose: "-- +goose Up\n\n-- +goose Down\n"
         case .sqlMigrate: "-- +migrate Up\n\n-- +migrate Down\n"
         case .dbmate: "-- migrate:up\n\n-- migrate:down\n"
@@ -156,6 +184,10 @@ struct SectionScanner {
     private var downNoTransaction = false
     /// goose's `NO TRANSACTION`: the whole file, both sections, runs outside a transaction.
     private var fileNoTransaction = false
+    /// goose's `ENVSUB ON` parts: the one open since `envsubStart` (its marker on `envsubLine`), and those closed.
+    private var envsubStart: Int?
+    private var envsubLine: Int?
+    private var envsubRanges: [Range<Int>] = []
 
     init(format: MigrationFormat) {
         self.format = format
@@ -214,7 +246,7 @@ struct SectionScanner {
         let total = offset
         // `line` is now one past the last line; a file that ends with a line break has no text on it.
         let lastLine = line - 1
-        guard format != .plain else {
+        guard format.hasSections else {
             return MigrationSection(range: 0..<total, startLine: 1, endLine: lastLine, runsInTransaction: true)
         }
         guard let upMarkerLine, let upStart else {
@@ -224,8 +256,19 @@ struct SectionScanner {
         if let blockLine {
             throw MigrationFormatError(line: blockLine, message: "\(blockBegin) has no matching \(blockEnd)")
         }
-        return MigrationSection(range: upStart..<(upEnd ?? total), startLine: upMarkerLine + 1,
-                                endLine: downMarkerLine.map { $0 - 1 } ?? lastLine, runsInTransaction: !noTransaction)
+        var section = MigrationSection(range: upStart..<(upEnd ?? total), startLine: upMarkerLine + 1,
+                                       endLine: downMarkerLine.map { $0 - 1 } ?? lastLine, runsInTransaction: !noTransaction)
+        section.environmentRanges = environmentRanges(in: section.range)
+        section.environmentLine = section.environmentRanges.isEmpty ? nil : envsubLine
+        return section
+    }
+
+    /// The `ENVSUB ON` parts (one still open reaching to the end of the file) clipped to `range`.
+    private func environmentRanges(in range: Range<Int>) -> [Range<Int>] {
+        (envsubRanges + (envsubStart.map { [$0..<offset] } ?? [])).compactMap { part in
+            let lower = max(part.lowerBound, range.lowerBound), upper = min(part.upperBound, range.upperBound)
+            return lower < upper ? lower..<upper : nil
+        }
     }
 
     /// After `finish()`'s checks: the down section, nil without a down marker.
@@ -237,8 +280,11 @@ struct SectionScanner {
     /// The down section found so far (after `finish()`), nil without a down marker.
     private var downSection: MigrationSection? {
         guard let downMarkerLine, let downStart else { return nil }
-        return MigrationSection(range: downStart..<max(offset, downStart), startLine: downMarkerLine + 1, endLine: line - 1,
-                                runsInTransaction: !(downNoTransaction || fileNoTransaction))
+        var section = MigrationSection(range: downStart..<max(offset, downStart), startLine: downMarkerLine + 1, endLine: line - 1,
+                                       runsInTransaction: !(downNoTransaction || fileNoTransaction))
+        section.environmentRanges = environmentRanges(in: section.range)
+        section.environmentLine = section.environmentRanges.isEmpty ? nil : envsubLine
+        return section
     }
 
     // MARK: One line
@@ -272,7 +318,7 @@ struct SectionScanner {
                     + "format=\"\(marker.tool.toolName)\" on its <migrations> or <migration> so only the up section runs")
             }
             throw MigrationFormatError(line: line, message: "'\(shown)' is a \(marker.tool.toolName) marker, but the "
-                + "file is declared format=\"\(format.toolName)\"")
+                + "file is declared format=\"\(format.toolName)\"" + (format.hasSections ? "" : ", whose files run whole"))
         }
         try apply(marker, shown: shown, next: next)
     }
@@ -320,9 +366,11 @@ struct SectionScanner {
             noTransaction = true
             fileNoTransaction = true
         case "envsub off" where format == .goose, "envsubst off" where format == .goose:
-            break
+            if let envsubStart { envsubRanges.append(envsubStart..<lineStart) }
+            envsubStart = nil
         case "envsub on" where format == .goose, "envsubst on" where format == .goose:
-            throw fail("'\(shown)' asks goose to substitute environment variables into the SQL; Strata runs SQL as written")
+            if envsubStart == nil { envsubStart = next }
+            if envsubLine == nil { envsubLine = line }
         default:
             throw fail("unknown \(format.toolName) annotation '\(shown)'")
         }
@@ -367,7 +415,7 @@ private struct Marker {
         switch format {
         case .goose: "'-- +goose \(command)'"
         case .sqlMigrate: "'-- +migrate \(command)'"
-        case .dbmate, .plain: "'-- migrate:\(command.lowercased())'"
+        default: "'-- migrate:\(command.lowercased())'"
         }
     }
 }

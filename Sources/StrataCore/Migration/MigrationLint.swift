@@ -20,7 +20,14 @@ enum MigrationLint {
                 return [(migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: max(failure?.line ?? 1, 1)),
                                                        "\(failure?.message ?? "\(error)") (\(migration.location))"))]
             }
-            return dialect.lint(Array(bytes[section.range]), insideTransaction: migration.runsInTransaction).map {
+            var runnable = Array(bytes[section.range])
+            // What runs, where the environment is there to fill it; otherwise the file as written.
+            if let substituted = try? MigrationScript.substituted(runnable, section, migration) { runnable = substituted }
+            if MigrationScript.unwrapsOuterTransaction(migration, runsInTransaction: migration.runsInTransaction, path: migration.path),
+               let unwrapped = OuterTransaction.unwrapped(runnable, backend: dialect.backend) {
+                runnable = unwrapped
+            }
+            return dialect.lint(runnable, insideTransaction: migration.runsInTransaction).map {
                 (migration.id, ManifestProblem(SourceLocation(path: displayPath(migration.path), line: $0.line + section.startLine - 1,
                                                               column: $0.column),
                                                $0.message + " (\(migration.location))"))
@@ -50,7 +57,13 @@ enum MigrationLint {
                                                        "\(failure?.message ?? "\(error)") (the down of \(migration.id))"))]
             }
             guard let section else { return [] }
-            return dialect.lint(Array(bytes[section.range]), insideTransaction: down.runsInTransaction).map {
+            var runnable = Array(bytes[section.range])
+            if let substituted = try? MigrationScript.substituted(runnable, section, migration) { runnable = substituted }
+            if MigrationScript.unwrapsOuterTransaction(migration, runsInTransaction: down.runsInTransaction, path: path),
+               let unwrapped = OuterTransaction.unwrapped(runnable, backend: dialect.backend) {
+                runnable = unwrapped
+            }
+            return dialect.lint(runnable, insideTransaction: down.runsInTransaction).map {
                 (migration.id, ManifestProblem(SourceLocation(path: displayPath(path), line: $0.line + section.startLine - 1,
                                                               column: $0.column),
                                                $0.message + " (the down of \(migration.id), \(migration.location))"))

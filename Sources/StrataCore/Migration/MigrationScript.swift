@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// Runs one migration file under the backend's rules for migrations, and tells what ran: the checksum and (for
 /// files up to `recordedTextLimit`) the text of exactly the bytes that ran, read once. A plain file streams from
 /// disk; a file in another tool's format is read whole once, and only its up section runs (or, for its down, its
@@ -33,10 +39,34 @@ struct MigrationScript {
         }
     }
 
+    /// Whether a file's own outer `BEGIN; … COMMIT;` may be taken as the step's transaction (`OuterTransaction`):
+    /// under a declared format, in a transaction, and for files the lint reads ahead (larger ones stream as written).
+    private var unwrapsOuterTransaction: Bool {
+        Self.unwrapsOuterTransaction(migration, runsInTransaction: runsInTransaction, path: path)
+    }
+
+    static func unwrapsOuterTransaction(_ migration: MigrationStep, runsInTransaction: Bool, path: String) -> Bool {
+        guard migration.format != .plain, runsInTransaction, let size = try? RegularFile(path: path).size else { return false }
+        return size <= MigrationLint.sizeLimit
+    }
+
+    /// `bytes` (a section's) with its `ENVSUB ON` parts substituted from the environment (`EnvironmentSubstitution`).
+    /// - Throws: `EnvironmentSubstitution.Failure`, also when the manifest no longer opts in.
+    static func substituted(_ bytes: [UInt8], _ section: MigrationSection, _ migration: MigrationStep,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [UInt8] {
+        guard !section.environmentRanges.isEmpty else { return bytes }
+        guard migration.substitutesEnvironment else {
+            throw EnvironmentSubstitution.Failure(line: section.environmentLine ?? section.startLine,
+                message: "'-- +goose ENVSUB ON' asks for environment variables, and the manifest does not opt in (envsub=\"true\" on its <migrations>)")
+        }
+        let ranges = section.environmentRanges.map { ($0.lowerBound - section.range.lowerBound)..<($0.upperBound - section.range.lowerBound) }
+        return try EnvironmentSubstitution.apply(bytes, ranges: ranges, startLine: section.startLine, environment: environment)
+    }
+
     /// The part's section of the whole file's bytes.
     func section(of bytes: [UInt8]) throws -> MigrationSection {
         guard case .down = part else { return try format.upSection(of: bytes) }
-        guard format != .plain else { return try format.upSection(of: bytes) }
+        guard format.hasSections else { return try format.upSection(of: bytes) }
         guard let down = try format.downSection(of: bytes) else {
             throw MigrationFormatError(line: 1, message: "the file has no down section any more (\(format.toolName)); its down cannot run")
         }
@@ -94,7 +124,7 @@ struct MigrationScript {
             }
         }
         do {
-            if format == .plain {
+            if !format.hasSections && !unwrapsOuterTransaction {
                 try database.runScript(contentsOfFile: path, insideTransaction: runsInTransaction,
                                        progress: { read, total in
                     progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
@@ -112,7 +142,14 @@ struct MigrationScript {
                 guard section.runsInTransaction || !runsInTransaction, part != .up || section.runsInTransaction == runsInTransaction else {
                     throw failure("the file's own transaction option changed since the manifest was read; run again")
                 }
-                try database.runScript(Array(bytes[section.range]), startLine: section.startLine,
+                var runnable = Array(bytes[section.range])
+                do { runnable = try Self.substituted(runnable, section, migration) } catch let error as EnvironmentSubstitution.Failure {
+                    throw failure(error.message, line: error.line)
+                }
+                if unwrapsOuterTransaction, let unwrapped = OuterTransaction.unwrapped(runnable, backend: database.dialect.backend) {
+                    runnable = unwrapped
+                }
+                try database.runScript(runnable, startLine: section.startLine,
                                        insideTransaction: runsInTransaction, afterEach: statementFinished)
             }
         } catch let error as DatabaseError {
