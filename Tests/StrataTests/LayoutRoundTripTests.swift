@@ -134,7 +134,7 @@ final class LayoutRoundTripTests: XCTestCase {
             let plan = try project.strataOnBackend(["plan"])
             XCTAssertTrue(plan.stdout.contains("down: sql/10_title.down.sql"), plan.stdout)
             let json = try project.strataOnBackend(["plan", "--format", "json"])
-            XCTAssertTrue(json.stdout.contains(#""format":"golang-migrate","down":"sql/1_users.down.sql""#), json.stdout)
+            XCTAssertTrue(json.stdout.contains(#""format":"golang-migrate","repeatable":false,"down":"sql/1_users.down.sql""#), json.stdout)
             XCTAssertNil(try project.migrator().migrate().failure)
             let db = try project.connection()
             XCTAssertEqual(try db.scalar("SELECT count(*) FROM posts WHERE title = 'first'", .none, as: Int.self), 1)
