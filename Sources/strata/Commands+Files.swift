@@ -50,9 +50,10 @@ extension Commands {
             }
             backend = named
         }
-        let created = try MigrationFile.create(named: invocation.positionals[0], in: try manifest(), backend: backend)
-        output.line("created \(displayPath(created))")
-        output.object(["command": "new", "path": .string(displayPath(created))])
+        let created = try MigrationFile.createFiles(named: invocation.positionals[0], in: try manifest(), backend: backend)
+        for path in created { output.line("created \(displayPath(path))") }
+        output.object(["command": "new", "path": .string(displayPath(created[0])),
+                       "down": created.count > 1 ? .string(displayPath(created[1])) : .null])
         return ExitCode.success
     }
 

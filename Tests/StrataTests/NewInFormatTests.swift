@@ -33,4 +33,40 @@ final class NewInFormatTests: XCTestCase {
         let path = try MigrationFile.create(named: "posts", in: try project.manifest(), now: Date(timeIntervalSince1970: 1_767_323_045))
         XCTAssertEqual(PathComponents.last(path), "20240101120001_posts.sql")
     }
+
+    /// golang-migrate (and sqlx): the next version, zero-padded as the existing ones, as an up and a down file.
+    func testNewInAGolangMigrateDirectoryWritesTheNextVersionsUpAndDown() throws {
+        let project = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="golang-migrate"/></manifest>"#,
+                                  files: ["sql/000009_users.up.sql": "CREATE TABLE users (id INTEGER);\n",
+                                          "sql/000009_users.down.sql": "DROP TABLE users;\n"])
+        let command = try project.strata(["new", "Add posts"])
+        XCTAssertEqual(command.status, 0, command.stderr)
+        XCTAssertEqual(command.stdout, "created sql/000010_add_posts.up.sql\ncreated sql/000010_add_posts.down.sql\n")
+        let plan = try project.migrator().plan()
+        XCTAssertEqual(plan.steps.map(\.step.id), ["000009_users.up.sql", "000010_add_posts.up.sql"], "the down is no migration")
+        guard case .migration(let added) = try XCTUnwrap(plan.steps.last).step, case .file(let down)? = added.down?.source else {
+            return XCTFail("the new migration's down is its .down.sql")
+        }
+        XCTAssertTrue(down.hasSuffix("sql/000010_add_posts.down.sql"), down)
+    }
+
+    /// Flyway: `V{next major version}__name.sql`; diesel: a `YYYY-MM-DD-HHMMSS_name` directory with up.sql and down.sql.
+    func testNewInFlywayAndDieselDirectoriesNamesTheirWay() throws {
+        let flyway = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="flyway"/></manifest>"#,
+                                 files: ["sql/V1__users.sql": "CREATE TABLE users (id INTEGER);\n",
+                                         "sql/V2.1__posts.sql": "CREATE TABLE posts (id INTEGER);\n"])
+        let path = try MigrationFile.create(named: "tags", in: try flyway.manifest())
+        XCTAssertEqual(PathComponents.last(path), "V3__tags.sql")
+        XCTAssertEqual(try flyway.migrator().plan().steps.last?.step.id, "V3__tags.sql")
+
+        let diesel = try Project(self, manifest: #"<manifest version="1"><database path="db.sqlite"/><migrations directory="sql" format="diesel"/></manifest>"#,
+                                 files: ["sql/2024-01-01-000000_users/up.sql": "CREATE TABLE users (id INTEGER);\n",
+                                         "sql/2024-01-01-000000_users/down.sql": "DROP TABLE users;\n"])
+        let files = try MigrationFile.createFiles(named: "posts", in: try diesel.manifest(), now: Date(timeIntervalSince1970: 1_767_323_045))
+        XCTAssertEqual(files.map { $0.split(separator: "/").suffix(2).joined(separator: "/") },
+                       ["2026-01-02-030405_posts/up.sql", "2026-01-02-030405_posts/down.sql"])
+        XCTAssertEqual(try diesel.migrator().plan().steps.map(\.step.id), ["2024-01-01-000000_users/up.sql", "2026-01-02-030405_posts/up.sql"])
+        XCTAssertThrowsError(try MigrationFile.create(named: "old", in: try diesel.manifest(), now: Date(timeIntervalSince1970: 0)),
+                             "a name that would sort before the existing ones is refused")
+    }
 }

@@ -7,7 +7,7 @@ import Foundation
 /// Creates new migration files with a prefix that sorts after every existing one.
 public enum MigrationFile {
     /// Creates `NNN_name.sql` in the manifest's migrations directory for `backend` (see `directory(for:in:)`) and
-    /// returns its path.
+    /// returns its path (for a layout with down files, the up's; the down is created beside it).
     ///
     /// The number is one more than the highest leading number among the migrations the new file joins (those of
     /// its directory's backend, or of every backend for an unmarked directory), zero-padded to the widest existing
@@ -15,9 +15,18 @@ public enum MigrationFile {
     ///
     /// In a `format="dbmate"` directory the prefix is dbmate's: the time now, UTC, as `YYYYMMDDHHMMSS`
     /// (`20240101120000_add_users.sql`), or one more than the highest prefix when that is not later (a clock behind
-    /// the last file's), so the new file still sorts last.
+    /// the last file's), so the new file still sorts last. golang-migrate and sqlx get `NNN_name.up.sql` and
+    /// `NNN_name.down.sql`, Flyway `V{n}__name.sql` (the next major version), diesel a directory
+    /// `YYYY-MM-DD-HHMMSS_name` holding `up.sql` and `down.sql`.
     public static func create(named name: String, in manifest: Manifest, backend: DatabaseBackend? = nil,
                               now: Date = Date()) throws -> String {
+        try createFiles(named: name, in: manifest, backend: backend, now: now)[0]
+    }
+
+    /// `create(named:in:backend:now:)`, returning every file it made: the up first, then its down where the layout
+    /// keeps downs in files of their own.
+    public static func createFiles(named name: String, in manifest: Manifest, backend: DatabaseBackend? = nil,
+                                   now: Date = Date()) throws -> [String] {
         let chosen = try directory(for: backend, in: manifest)
         let directory = chosen.path
         // The name is copied into the file's header comment: a line break there would turn the rest into SQL.
@@ -62,16 +71,51 @@ public enum MigrationFile {
             let later = stamp.count > next.count || (stamp.count == next.count && !stamp.lexicographicallyPrecedes(next))
             prefix = later ? String(decoding: stamp, as: UTF8.self) : number
         }
-        let path = PathComponents.appending("\(prefix)_\(slug).sql", to: directory)
-        guard !FileManager.default.fileExists(atPath: path) else {
+        let header = "-- \(name)\n-- Runs once, inside a transaction with its history row; see the manual's \"How Migrations Run\".\n\n"
+        let downHeader = "-- Undoes \(name): run by 'strata rollback' (a down that holds no statement is refused).\n\n"
+        // Each tool's own naming, so the directory stays one that tool reads as it always did.
+        let files: [(name: String, content: String)]
+        switch chosen.format {
+        case .golangMigrate, .sqlx:
+            files = [("\(prefix)_\(slug).up.sql", header), ("\(prefix)_\(slug).down.sql", downHeader)]
+        case .flyway:
+            files = [("V\(String(decoding: decimalSuccessor(flywayHighest(neighbours)), as: UTF8.self))__\(slug).sql", header)]
+        case .diesel:
+            let stamp = String(ISO8601.format(now).prefix(19).compactMap { $0 == "T" ? "-" : $0 == ":" ? nil : $0 })
+            let folder = "\(stamp)_\(slug)"
+            if let last = neighbours.map(\.id).max(by: NaturalOrder.areInIncreasingOrder),
+               !NaturalOrder.areInIncreasingOrder(last, folder + "/up.sql") {
+                throw MigrationError.invalidStep("diesel names a migration by the time it is made, and \(folder) would not sort after \(last) (is the clock behind?)")
+            }
+            files = [("\(folder)/up.sql", header), ("\(folder)/down.sql", downHeader)]
+        default:
+            files = [("\(prefix)_\(slug).sql", header + chosen.format.skeleton)]
+        }
+        let paths = files.map { PathComponents.appending($0.name, to: directory) }
+        for path in paths where FileManager.default.fileExists(atPath: path) {
             throw MigrationError.invalidStep("\(path) already exists")
         }
-        let header = "-- \(name)\n-- Runs once, inside a transaction with its history row; see README \"Migrations\".\n\n"
-            + chosen.format.skeleton
-        guard FileManager.default.createFile(atPath: path, contents: Data(header.utf8)) else {
-            throw MigrationError.invalidStep("cannot create \(path)")
+        for (file, path) in zip(files, paths) {
+            let folder = PathComponents.deletingLast(path)
+            if folder != directory { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false) }
+            guard FileManager.default.createFile(atPath: path, contents: Data(file.content.utf8)) else {
+                throw MigrationError.invalidStep("cannot create \(path)")
+            }
         }
-        return path
+        return paths
+    }
+
+    /// The highest major version of the Flyway `V…__` files among `migrations` (`V2.1__x.sql`: 2), as decimal digits.
+    private static func flywayHighest(_ migrations: [MigrationStep]) -> [UInt8] {
+        var highest: [UInt8] = [UInt8(ascii: "0")]
+        for migration in migrations where migration.id.hasPrefix("V") {
+            let digits = Array(migration.id.utf8.dropFirst().prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+                .drop { $0 == UInt8(ascii: "0") })
+            if digits.count > highest.count || (digits.count == highest.count && highest.lexicographicallyPrecedes(digits)) {
+                highest = digits
+            }
+        }
+        return highest
     }
 
     /// Where `strata new` creates a file: with a backend, the top manifest's first `<migrations directory>` marked
