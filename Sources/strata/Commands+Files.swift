@@ -19,10 +19,8 @@ extension Commands {
         for warning in unchecked { output.log("warning: \(warning)") }
         let warnings = JSON.array((manifest.warnings + unchecked).map(Self.json))
         if !problems.isEmpty {
-            output.object(["command": "validate", "valid": false, "problems": .array(problems.map(Self.json)),
-                           "warnings": warnings])
-            printError(problems.map(\.description).joined(separator: "\n"))
-            return ExitCode.stepFailed
+            // The same outcome, shape and exit code as a manifest every command refuses: migrate stops on these too.
+            throw ValidateProblems(ManifestError(problems: problems, warnings: manifest.warnings + unchecked))
         }
         // A manifest with backend marks says how many migrations each checked plan has.
         let plans = manifest.validatedBackends.map { ($0, manifest.migrations(for: $0).count) }

@@ -26,6 +26,7 @@ enum Completion {
         "lock-timeout": .free,
         "lock-retries": .free,
         "statement-timeout": .free,
+        "wait": .free,
     ]
 
     /// What to offer for each command's positional argument (commands without one are absent).

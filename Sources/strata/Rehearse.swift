@@ -21,7 +21,8 @@ extension Commands {
         options.cancellation = signals.cancellation
         let database: any MigrationDatabase
         do {
-            database = try target.openForRehearsal(timeout: try timeout)
+            let timeout = try timeout
+            database = try connect(target, cancellation: signals.cancellation) { try target.openForRehearsal(timeout: timeout) }
         } catch let error as DatabaseError where error.kind == .readOnly {
             throw MigrationError.refused([Refusal(reason: .readOnly, id: "", message: error.message)])
         }

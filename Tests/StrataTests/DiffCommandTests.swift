@@ -116,7 +116,8 @@ final class DiffCommandTests: XCTestCase {
         XCTAssertEqual(result.status, 1)
         let error = try object(result)
         XCTAssertEqual(error["command"] as? String, "diff")
-        XCTAssertTrue((error["error"] as? String)?.hasPrefix("plain.sql: not a schema snapshot: ") ?? false, "\(error)")
+        XCTAssertEqual(error["error"] as? String, "failed")
+        XCTAssertTrue((error["message"] as? String)?.hasPrefix("plain.sql: not a schema snapshot: ") ?? false, "\(error)")
         XCTAssertTrue(result.stderr.contains("write one with 'strata schema --format json'"), result.stderr)
 
         for arguments in [["--database", "db.sqlite"], [], ["--database", "db.sqlite", "--database", "db.sqlite", "--schema", "x.json"]] {

@@ -89,7 +89,8 @@ final class PostgresConnectionStringCLITests: XCTestCase {
                 assertNoSecret(result, ["secretpw"], url)
                 if format == "json" {
                     let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
-                    XCTAssertTrue((object?["error"] as? String)?.contains(":•••@") ?? false, "one JSON object: \(result.stdout)")
+                    XCTAssertEqual(object?["error"] as? String, "usage", result.stdout)
+                    XCTAssertTrue((object?["message"] as? String)?.contains(":•••@") ?? false, "one JSON object: \(result.stdout)")
                 }
             }
         }
