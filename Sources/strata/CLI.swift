@@ -61,8 +61,19 @@ enum CLI {
 
     static let commands: [CommandSpec] = [
         CommandSpec(name: "validate", summary: "check a manifest, the files it names and their SQL",
-                    usage: "strata validate --manifest PATH", valueOptions: ["manifest"],
-                    details: "Exit 0 with a summary when valid; exit 1 listing every problem as path:line:column: message."),
+                    usage: "strata validate --manifest PATH [--database PATH]", valueOptions: ["manifest", "database"],
+                    details: """
+                        Checks the manifest, the files it names and their SQL, for each backend the manifest names: the
+                        runner's rules (what migrate refuses), the other backend's syntax (AUTOINCREMENT in a PostgreSQL
+                        file, SERIAL in a SQLite one), and then SQLite runs every migration in plan order on an empty
+                        in-memory database, so SQL it cannot run is found with its file:line:column. PostgreSQL's syntax is
+                        checked by a server only with --database postgres://… (each statement parsed, none run, in a
+                        read-only transaction rolled back); without one, or when it cannot connect, validate says so.
+                        --database D checks for D's backend only (a SQLite file is not opened). A manifest that names no
+                        backend is read by both backends' rules and only what both find is a problem.
+                        Exit 0 with a summary when valid; exit 3 listing every problem as path:line:column: message
+                        (as migrate refuses an invalid manifest).
+                        """),
         CommandSpec(name: "migrate", summary: "apply every pending migration and seed, in plan order",
                     usage: "strata migrate --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]... [--to ID] [--strict-order] [--timeout SECONDS] [--plan-id ID] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
                     valueOptions: manifestOptions.union(["timeout", "plan-id", "to"]).union(stepOptions).union(backupOptions),

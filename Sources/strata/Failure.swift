@@ -29,7 +29,9 @@ struct Failure {
         case let error as DatabaseLocationError:
             return Failure(code: ExitCode.usage, reason: "usage", message: error.description)
         case let found as ValidateProblems:
-            return of(found.error, command: command)
+            var failure = of(found.error, command: command)
+            failure.extra.append(("checks", found.checks))
+            return failure
         case let error as ManifestError:
             // An invalid manifest stops every command, validate included, with the same code: nothing is touched.
             return Failure(code: ExitCode.refused, reason: "invalid-manifest", message: error.description,
@@ -71,6 +73,11 @@ struct Failure {
 /// as found, so only the problems go to stderr).
 struct ValidateProblems: Error, CustomStringConvertible {
     let error: ManifestError
-    init(_ error: ManifestError) { self.error = error }
+    /// How each backend's SQL was checked (`validate`'s "checks").
+    let checks: JSON
+    init(_ error: ManifestError, checks: JSON) {
+        self.error = error
+        self.checks = checks
+    }
     var description: String { error.description }
 }

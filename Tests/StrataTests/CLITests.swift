@@ -385,7 +385,8 @@ final class CLITests: XCTestCase {
         let validate = try project.strata(["validate"])
         XCTAssertEqual(validate.status, 0, validate.stderr)
         XCTAssertEqual(validate.stdout, "ok: 3 migrations (SQLite 1, PostgreSQL 2), 0 seeds, 0 models\n")
-        XCTAssertEqual(validate.stderr, "", "each plan is checked with its own dialect")
+        XCTAssertFalse(validate.stderr.contains("warning"), "each plan is checked with its own dialect: \(validate.stderr)")
+        XCTAssertTrue(validate.stderr.hasPrefix("note: PostgreSQL's syntax not checked by a server: give --database"), validate.stderr)
         let json = try project.strata(["validate", "--format", "json"])
         XCTAssertTrue(json.stdout.contains(#""migrations":3,"plans":{"sqlite":1,"postgresql":2}"#), json.stdout)
 

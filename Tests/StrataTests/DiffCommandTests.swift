@@ -138,7 +138,7 @@ final class DiffCommandTests: XCTestCase {
         let sqlite = try database(.sqlite, SchemaDiffTests.sqlite, changed: false)
         let missing = server.keywordValue(database: "strata_no_such_database")
         var result = try runStrata(["diff", "--database", postgres.location, "--database", missing], in: postgres.root)
-        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertEqual(result.status, 5, "a database that cannot be connected to: \(result.stderr)")
         XCTAssertTrue(result.stderr.contains("strata_no_such_database"), result.stderr)
         result = try runStrata(["diff", "--database", sqlite.location, "--database", postgres.location], in: postgres.root)
         XCTAssertEqual(result.status, 2, result.stderr)
