@@ -6,6 +6,10 @@ import Foundation
 
 /// Creates new migration files with a prefix that sorts after every existing one.
 public enum MigrationFile {
+    /// The second line of a file `create` writes: where the reader learns how it runs. The README's heading
+    /// "How migrations run" is the manual's How Migrations Run article.
+    public static let headerNote = "-- Runs once, inside a transaction with its history row; see \"How migrations run\" in Strata's README (the manual's How Migrations Run article)."
+
     /// Creates `NNN_name.sql` in the manifest's migrations directory for `backend` (see `directory(for:in:)`) and
     /// returns its path.
     ///
@@ -54,7 +58,7 @@ public enum MigrationFile {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw MigrationError.invalidStep("\(path) already exists")
         }
-        let header = "-- \(name)\n-- Runs once, inside a transaction with its history row; see README \"Migrations\".\n\n"
+        let header = "-- \(name)\n" + Self.headerNote + "\n\n"
             + chosen.format.skeleton
         guard FileManager.default.createFile(atPath: path, contents: Data(header.utf8)) else {
             throw MigrationError.invalidStep("cannot create \(path)")
