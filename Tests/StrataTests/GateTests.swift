@@ -66,6 +66,20 @@ final class GateTests: XCTestCase {
         XCTAssertTrue((report["message"] as? String)?.contains("1_a.sql") ?? false, "\(report)")
     }
 
+    /// SIGTERM ends a `--wait` at once: nothing ran, exit 143, as a stop between steps.
+    func testAStopSignalEndsTheWait() throws {
+        let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
+        let missing = project.root.appendingPathComponent("not-mounted-yet/db.sqlite").path
+        let (process, _, err) = try startStrata(["migrate", "--manifest", project.manifestPath, "--database", missing,
+                                                 "--wait", "600", "--format", "json"], in: project.root)
+        let stderr = PipeWatcher(err)
+        XCTAssertTrue(stderr.wait(for: "waiting up to 600 s for", from: process), stderr.text)
+        process.terminate()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 143, stderr.text)
+        XCTAssertTrue(stderr.wait(for: "stopped waiting for", from: process), stderr.text)
+    }
+
     func testCannotConnectToAPostgreSQLServerThatIsNotThere() throws {
         _ = try PostgresServer.shared()
         let project = try Project(self, files: ["sql/1_a.sql": "CREATE TABLE a (x INTEGER);"])
