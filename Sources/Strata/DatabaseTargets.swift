@@ -18,6 +18,23 @@ public enum DatabaseTargets {
     /// new SQLite file of a bare word (`errdb`: no directory, no `.sqlite`/`.sqlite3`/`.db` ending, no `file:`
     /// form, no such file) is refused too: it is more likely a PostgreSQL database's name than a file wanted there.
     public static func target(option: String?, manifest: Manifest?, environment: [String: String] = [:]) throws -> any DatabaseTarget {
+        try target(option: option, manifest: manifest, direct: nil, environment: environment)
+    }
+
+    /// `target(option:manifest:environment:)`, with `direct` (a `--direct-database` value): a connection straight to
+    /// the same PostgreSQL database for what needs a session of its own while it runs, when the target goes through
+    /// a connection pooler (`PostgresConnection.directURL`). Refused for a SQLite target.
+    public static func target(option: String?, manifest: Manifest?, direct: String?,
+                              environment: [String: String] = [:]) throws -> any DatabaseTarget {
+        let target = try baseTarget(option: option, manifest: manifest, environment: environment)
+        guard let direct else { return target }
+        guard let postgres = target as? PostgresTarget, PostgresURL.isURI(direct) || DatabaseURL.isKeywordValue(direct) else {
+            throw DatabaseLocationError("--direct-database names a PostgreSQL connection straight to the server (postgresql://… or host=… dbname=…), used with a PostgreSQL --database that goes through a connection pooler")
+        }
+        return PostgresTarget(url: postgres.url, historySchema: postgres.historySchema, directURL: direct)
+    }
+
+    private static func baseTarget(option: String?, manifest: Manifest?, environment: [String: String]) throws -> any DatabaseTarget {
         if let option {
             return try checkedWord(try target(location: option, source: "--database '\(DatabaseURL.redacted(option))'",
                                               historySchema: manifest?.databaseSchema), location: option)

@@ -6,6 +6,7 @@ import StrataCore
 /// for the server's operator (versions, credentials, space, where the dump goes), so `--backup` is refused rather
 /// than half-offered.
 extension PostgresConnection {
+    /// Why this build cannot back up a PostgreSQL database: its operator's tools do.
     public var backupUnavailableReason: String { Self.backupUnavailableReason(name) }
 
     /// Why a backup of the PostgreSQL database `name` (as messages show it) is refused, and what to use instead.

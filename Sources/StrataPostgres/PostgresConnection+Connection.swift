@@ -4,22 +4,27 @@ import StrataCore
 /// The backend-neutral connection on PostgreSQL: statements, transactions, and the catalog read from
 /// `pg_catalog` for tables `search_path` finds.
 extension PostgresConnection: DatabaseConnection {
+    /// PostgreSQL's dialect.
     public var dialect: any SQLDialect { PostgresDialect() }
 
+    /// A statement on this connection, prepared when it first runs.
     public func compile(_ sql: String) throws -> any PreparedStatement {
         PostgresStatement(connection: self, sql: sql)
     }
 
+    /// A statement on this connection for reading.
     public func compileForReading(_ sql: String) throws -> any PreparedStatement {
         PostgresStatement(connection: self, sql: sql)
     }
 
+    /// Runs one statement with its arguments.
     public func execute(_ sql: String, _ arguments: StatementArguments) throws {
         let statement = PostgresStatement(connection: self, sql: sql)
         try statement.bind(arguments)
         try statement.run()
     }
 
+    /// Every row one statement returns.
     public func rows(_ sql: String, _ arguments: StatementArguments) throws -> [Row] {
         let statement = PostgresStatement(connection: self, sql: sql)
         try statement.bind(arguments)
@@ -45,14 +50,52 @@ extension PostgresConnection: DatabaseConnection {
         guard !isInTransaction else {
             throw DatabaseError(kind: .misuse, code: nil, message: "a transaction is already open; use withSavepoint to nest")
         }
-        try executeSimple(begin)
+        try self.begin(begin)
         // A step's `SET LOCAL statement_timeout` ends with its transaction, committed or not.
         defer { forgetStatementTimeout(transactionEnded: true) }
         let value: T
         do {
             value = try owningTransaction(owner, body)
         } catch {
-            try? executeSimple("ROLLBACK")
+            rollBack()
+            throw error
+        }
+        try commit()
+        return value
+    }
+
+    /// Sends `begin` (`BEGIN` with its modes and any `SET LOCAL`); through a connection pooler followed by Strata's
+    /// settings as `SET LOCAL`, in the same round trip, so the transaction sees them and they end with it (a direct
+    /// connection has them for its session: `sessionSettings`).
+    func begin(_ begin: String) throws {
+        guard reachesServerThroughPooler else { return try executeSimple(begin) }
+        try executeSimple(begin + "; " + localSettings)
+        prepared.forgetAll()
+        floatTextIsExact = true
+    }
+
+    /// Rolls back the open transaction, deallocating the statements prepared in it in the same round trip (a prepared
+    /// statement outlives a rollback, and a pooler may hand the server session to another client next).
+    func rollBack() {
+        guard reachesServerThroughPooler else {
+            _ = try? executeSimple("ROLLBACK")
+            return
+        }
+        let deallocation = prepared.deallocationOfTransaction()
+        prepared.forgetAll()
+        _ = try? executeSimple(deallocation.isEmpty ? "ROLLBACK" : "ROLLBACK; " + deallocation)
+    }
+
+    /// Through a connection pooler, runs one statement Strata sends outside any transaction in a transaction of its
+    /// own that starts with Strata's settings (`begin`): outside one they would have to be set for the session, where
+    /// the pooler's next client would find them.
+    func inSettingsTransaction<T>(_ body: () throws -> T) throws -> T {
+        try begin("BEGIN")
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            rollBack()
             throw error
         }
         try commit()
@@ -69,12 +112,18 @@ extension PostgresConnection: DatabaseConnection {
                                 sql: "COMMIT TRANSACTION")
         }
         if transactionStatus == PQTRANS_INERROR {
-            try? executeSimple("ROLLBACK")
+            rollBack()
             throw DatabaseError(kind: .misuse, code: nil,
                                 message: "a statement failed inside the transaction, so PostgreSQL rolled all of it back; nothing was committed",
                                 sql: "COMMIT TRANSACTION")
         }
-        let result = PostgresResult(PQexec(handle, "COMMIT"))
+        // The statements prepared in the transaction go with it, in the same round trip as the COMMIT: a pooler may
+        // hand the server session to another client next, and this one's next transaction another session.
+        let deallocation = reachesServerThroughPooler ? prepared.deallocationOfTransaction() : ""
+        if reachesServerThroughPooler { prepared.forgetAll() }
+        let result = PostgresResult(PQexec(handle, deallocation.isEmpty ? "COMMIT" : deallocation + "; COMMIT"))
+        // A failed DEALLOCATE stops the text before its COMMIT: the transaction is then failed, and is rolled back.
+        if PQstatus(handle) == CONNECTION_OK && transactionStatus != PQTRANS_IDLE { _ = PostgresResult(PQexec(handle, "ROLLBACK")) }
         do {
             try check(result, sql: "COMMIT TRANSACTION")
         } catch let error as DatabaseError where PQstatus(handle) == CONNECTION_BAD {
@@ -116,6 +165,7 @@ extension PostgresConnection: DatabaseConnection {
         [quoteIdentifier(name)]
     }
 
+    /// Whether `search_path` finds a table named `name`.
     public func tableExists(_ name: String) throws -> Bool {
         try scalar("SELECT to_regclass($1) IS NOT NULL", relation(name), as: Bool.self) ?? false
     }
@@ -136,6 +186,7 @@ extension PostgresConnection: DatabaseConnection {
                             message: "table name \(name.debugDescription) matches the tables \(matches.map(\.debugDescription).joined(separator: " and ")) only by letter case; write the name exactly as the table's")
     }
 
+    /// The columns of `table`, from `pg_catalog`, in declaration order.
     public func columns(in table: String) throws -> [ColumnInfo] {
         let dialect = PostgresDialect()
         return try rows("""
@@ -185,6 +236,7 @@ extension PostgresConnection: DatabaseConnection {
         return keys.map(\.columns)
     }
 
+    /// Whether `column` of `table` is part of a foreign key or an index, from `pg_catalog`.
     public func links(of column: String, in table: String) throws -> ColumnLinks {
         let foreignKey = try scalar("""
             SELECT count(*) FROM pg_catalog.pg_constraint c

@@ -6,17 +6,22 @@ import Foundation
 #endif
 import StrataCore
 
-/// The runner on PostgreSQL. Deployers serialise on a session-level advisory lock, taken by polling
-/// `pg_try_advisory_lock` outside any transaction (a waiting deployer holds no snapshot, so another's
-/// `CREATE INDEX CONCURRENTLY` never waits for it) and released after each step; each step runs in its own
-/// transaction with its history row (PostgreSQL's DDL is transactional). `transaction="none"` steps are claimed
-/// with their own advisory locks (`PostgresStepLocks`). After each migration the session is reset
-/// (`PostgresSessionReset`), so `SET search_path` and the like in one file do not reach the next.
+/// The runner on PostgreSQL. Each step runs in its own transaction with its history row (PostgreSQL's DDL is
+/// transactional), and deployers serialise on a transaction-level advisory lock taken first in that transaction:
+/// polled with `pg_try_advisory_xact_lock` in short transactions that hold nothing while they wait (so another's
+/// `CREATE INDEX CONCURRENTLY` never waits for a waiting deployer), and released by the step's own COMMIT or ROLLBACK,
+/// so no lock outlives its transaction on a server session a pooler shares, and a file cannot release it
+/// (`pg_advisory_unlock_all()` releases session locks only). `transaction="none"` steps are claimed with their own
+/// advisory locks (`PostgresStepLocks`). After each migration the session is reset (`PostgresSessionReset`), so
+/// `SET search_path` and the like in one file do not reach the next.
 extension PostgresConnection: MigrationDatabase {
+    /// The history table, `strata_history`, in the manifest's schema or `search_path`'s first.
     public var history: any HistoryStorage { PostgresHistory(connection: self) }
 
+    /// Step locks taken with advisory locks.
     public var stepLocks: any StepLocking { PostgresStepLocks(connection: self) }
 
+    /// Runs `body` in a transaction holding the runner's advisory lock, so one runner writes at a time.
     public func withWriteLock<T>(_ body: () throws -> T) throws -> T {
         // A rehearsal holds the deployers' lock and one transaction for the whole plan: each step is a savepoint,
         // ended as the step's commit would end it (`checkDeferredAsCommitWould`).
@@ -27,9 +32,88 @@ extension PostgresConnection: MigrationDatabase {
                 return result
             }
         }
-        try acquireDeployLock()
-        defer { releaseDeployLock() }
-        return try withTransaction(body)
+        guard !isInTransaction else {
+            throw DatabaseError(kind: .misuse, code: nil, message: "a transaction is already open; use withSavepoint to nest")
+        }
+        try beginHoldingDeployLock()
+        defer {
+            holdsDeployLock = false
+            forgetStatementTimeout(transactionEnded: true)
+        }
+        let value: T
+        do {
+            value = try owningTransaction("withTransaction", body)
+            // Through a pooler, what the file set for the session (`SET search_path`, `SET ROLE`, a cursor, a listener)
+            // is undone in its own transaction: after the COMMIT the pooler may hand this server session to the
+            // application, before the reset after the step could reach it.
+            if reachesServerThroughPooler { try resetSessionInTransaction() }
+        } catch {
+            rollBack()
+            throw error
+        }
+        try commit()
+        return value
+    }
+
+    /// Through a connection pooler: puts back what a step's file set for the session, inside the step's transaction
+    /// (so it commits with the step on the server session that ran it), and Strata's own settings after it.
+    func resetSessionInTransaction() throws {
+        guard transactionStatus == PQTRANS_INTRANS else { return }
+        try executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; CLOSE ALL; UNLISTEN *; " + localSettings)
+        floatTextIsExact = true
+    }
+
+    /// Opens the step's transaction holding the deployers' lock, polling until `lockTimeout`; the error names the
+    /// session holding it.
+    func beginHoldingDeployLock() throws {
+        let deadline = ContinuousClock.now + lockTimeout
+        var pause = Duration.milliseconds(10)
+        while true {
+            try begin("BEGIN")
+            let taken: Bool
+            do {
+                taken = try takeDeployLockOnce()
+            } catch {
+                rollBack()
+                throw error
+            }
+            if taken { return }
+            rollBack()
+            guard ContinuousClock.now < deadline else {
+                throw DatabaseError(kind: .busy, code: nil, message: "another deployer held Strata's lock on \(name) for longer than \(lockTimeout)\(try deployLockHolder())")
+            }
+            sleepBlocking(for: pause)
+            pause = min(pause * 2, .milliseconds(200))
+        }
+    }
+
+    /// In a rehearsal's open transaction: takes the deployers' lock for the rest of it, polling until `lockTimeout`
+    /// (a transaction in READ COMMITTED holds no snapshot between its statements while it waits).
+    func acquireDeployLockInTransaction() throws {
+        let deadline = ContinuousClock.now + lockTimeout
+        var pause = Duration.milliseconds(10)
+        while try !takeDeployLockOnce() {
+            guard ContinuousClock.now < deadline else {
+                throw DatabaseError(kind: .busy, code: nil, message: "another deployer held Strata's lock on \(name) for longer than \(lockTimeout)\(try deployLockHolder())")
+            }
+            sleepBlocking(for: pause)
+            pause = min(pause * 2, .milliseconds(200))
+        }
+    }
+
+    /// One try for the deployers' lock in the open transaction, noting the server session that took it.
+    private func takeDeployLockOnce() throws -> Bool {
+        let row = try rows("SELECT pg_try_advisory_xact_lock($1::int4, $2::int4) AS taken, pg_catalog.pg_backend_pid()::int8 AS pid",
+                           [PostgresLocks.namespace, PostgresLocks.deploy]).first
+        guard let row, try row.get("taken", as: Bool.self) else { return false }
+        holdsDeployLock = true
+        deployLockSession = try row.get("pid", as: Int64?.self)
+        return true
+    }
+
+    /// The deployers' lock ends with the transaction that holds it; this only notes that it is gone.
+    func releaseDeployLock() {
+        holdsDeployLock = false
     }
 
     /// In a rehearsal, what the step's own COMMIT does in `migrate` with deferred constraints and constraint
@@ -47,44 +131,24 @@ extension PostgresConnection: MigrationDatabase {
         }
     }
 
-    /// Refuses to record a step that released the deployers' lock on the way (`pg_advisory_unlock_all()`, or
-    /// `pg_advisory_unlock` of Strata's key, in a migration or a function it called): another deployer may have taken
-    /// the lock, read a history without this step's uncommitted row, and started the same step. Called by the
-    /// history's writes inside `withWriteLock`, so the step's transaction is rolled back.
+    /// Refuses to record a step whose transaction no longer holds the deployers' lock. A file cannot release a
+    /// transaction-level lock, so this means the transaction is not the one that took it: the server session changed
+    /// under the step (a connection pooler hands each transaction a server session of its choosing), or the
+    /// transaction was ended. Called by the history's writes inside `withWriteLock`, so the step is rolled back.
     func confirmDeployLockHeld() throws {
-        let held = try scalar("""
+        let row = try rows("""
             SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks
-                           WHERE \(PostgresLocks.grantedCondition()) AND pid = pg_catalog.pg_backend_pid())
-            """, [PostgresLocks.namespace, PostgresLocks.deploy], as: Bool.self) ?? false
-        guard held else {
-            holdsDeployLock = false
-            throw DatabaseError(kind: .misuse, code: nil, message: "the step released Strata's deployers' advisory lock (pg_advisory_unlock_all() or pg_advisory_unlock of Strata's key, in the file or a function it called), so another deployer could be running it at the same time; it was rolled back. Release only the advisory locks the migration took itself")
-        }
-    }
-
-    /// Polls for the deployers' lock until `lockTimeout`; the error names the session holding it.
-    func acquireDeployLock() throws {
-        guard !holdsDeployLock else { return }
-        let deadline = ContinuousClock.now + lockTimeout
-        var pause = Duration.milliseconds(10)
-        while true {
-            if try scalar("SELECT pg_try_advisory_lock($1::int4, $2::int4)", [PostgresLocks.namespace, PostgresLocks.deploy],
-                          as: Bool.self) == true {
-                holdsDeployLock = true
-                return
-            }
-            guard ContinuousClock.now < deadline else {
-                throw DatabaseError(kind: .busy, code: nil, message: "another deployer held Strata's lock on \(name) for longer than \(lockTimeout)\(try deployLockHolder())")
-            }
-            sleepBlocking(for: pause)
-            pause = min(pause * 2, .milliseconds(200))
-        }
-    }
-
-    func releaseDeployLock() {
-        guard holdsDeployLock else { return }
+                           WHERE \(PostgresLocks.grantedCondition()) AND pid = pg_catalog.pg_backend_pid()) AS held,
+                   pg_catalog.pg_backend_pid()::int8 AS pid
+            """, [PostgresLocks.namespace, PostgresLocks.deploy]).first
+        guard (try? row?.get("held", as: Bool.self)) != true else { return }
         holdsDeployLock = false
-        _ = try? execute("SELECT pg_advisory_unlock($1::int4, $2::int4)", [PostgresLocks.namespace, PostgresLocks.deploy])
+        let now: Int64? = (try? row?.get("pid", as: Int64?.self)) ?? nil
+        var sessions = ""
+        if let taken = deployLockSession, let now {
+            sessions = now == taken ? " (server process \(taken))" : " (server process \(taken) took it, \(now) runs the step)"
+        }
+        throw DatabaseError(kind: .misuse, code: nil, message: "Strata's deployers' lock, taken in this step's transaction, is no longer held by the server session writing its history row\(sessions): the session or the transaction changed under the step (a connection pooler between transactions, or a statement that ended the transaction), so another deployer could be running it at the same time; it was rolled back. Nothing a file runs can release this lock")
     }
 
     /// ": held by process N (application A, running for S s)", or nothing when it cannot be told.
@@ -100,6 +164,7 @@ extension PostgresConnection: MigrationDatabase {
         return ": held by server process \(pid)\(application.isEmpty ? "" : " (\(application))"), connected for \(seconds) s"
     }
 
+    /// Runs a migration file's statements, read a chunk at a time, inside the step's transaction or without one.
     public func runScript(contentsOfFile path: String, insideTransaction: Bool,
                           progress: ((_ bytesRead: Int, _ totalBytes: Int) -> Void)?,
                           observe: (UnsafeBufferPointer<UInt8>) -> Void, afterEach: (() -> Void)?) throws {
@@ -111,6 +176,7 @@ extension PostgresConnection: MigrationDatabase {
         }
     }
 
+    /// Runs SQL text whose first line is the file's `startLine`, for a section of a file.
     public func runScript(_ bytes: [UInt8], startLine: Int, insideTransaction: Bool, afterEach: (() -> Void)?) throws {
         // Inside a transaction Strata opened for a body (a pool's `write`), a script may not end it either.
         if transactionOwner != nil { try confirmTransactionOpen(sql: String(decoding: bytes, as: UTF8.self)) }
@@ -227,10 +293,12 @@ extension PostgresConnection: MigrationDatabase {
         EnforcedForeignKeys()
     }
 
+    /// The session's settings, to reset after a migration.
     public func sessionSnapshot() throws -> any SessionSnapshot {
         PostgresSessionReset(connection: self)
     }
 
+    /// Rolls back a transaction a failed step left open; returns whether there was one.
     public func rollBackOpenTransaction() -> Bool {
         guard isInTransaction else { return false }
         _ = try? executeSimple("ROLLBACK")
@@ -290,6 +358,27 @@ extension PostgresConnection: MigrationDatabase {
         }
     }
 
+    /// Through a connection pooler, a `transaction="none"` step runs only with a direct connection for its claim
+    /// (`directURL`): the claim is a session lock that must be held, on one server session, for as long as the step
+    /// runs and be released on that session, which a pooler does not promise (in transaction mode each transaction
+    /// may get another session, and a lock left on one stays there for the application's next transaction), and a
+    /// second pooled session would wait for a slot the deployers hold.
+    /// A direct connection given is opened here, before anything runs (and kept for the claims), so one that is
+    /// itself pooled, reaches another database or cannot be opened refuses the plan rather than fail the step.
+    public func noneStepRefusal(id: String?) -> String? {
+        guard directURL == nil else {
+            if let open = claimSession, PQstatus(open.handle) == CONNECTION_OK { return nil }
+            do {
+                claimSession = try PostgresStepLocks.claimSession(for: self)
+                return nil
+            } catch {
+                return (id.map { "\($0) is transaction=\"none\", and " } ?? "") + ((error as? DatabaseError)?.message ?? "\(error)") + "; nothing ran"
+            }
+        }
+        guard reachesServerThroughPooler else { return nil }
+        return "\(id.map { "\($0) is" } ?? "a step is") transaction=\"none\", and \(name) reaches the server through a connection pooler (the server's process id for the session is not the one the connection was given): the step's claim needs a server session of its own for as long as it runs, which a pooler does not keep; nothing ran. Give a direct connection to the same database for the claim (strata migrate --direct-database URL; a program sets PostgresConnection.directURL), or run this migration with --database pointing at the server itself"
+    }
+
     /// Seeds load with `COPY` (`PostgresSeedSink`), inside the step's transaction.
     public func seedTarget(_ seed: SeedStep) throws -> any SeedTarget {
         try PostgresSeedTarget(connection: self, step: seed)
@@ -310,6 +399,13 @@ struct PostgresSessionReset: SessionSnapshot {
     let connection: PostgresConnection
 
     func restore() throws {
+        // Through a pooler the next statement may run on another server session, and this one may be the
+        // application's by now: each step's transaction undid what its file set (`resetSessionInTransaction`).
+        if connection.reachesServerThroughPooler && !connection.isRehearsing {
+            connection.prepared.forgetAll()
+            connection.forgetStatementTimeout(transactionEnded: false)
+            return
+        }
         // A rehearsal's transaction holds every step: the session is reset inside it (each statement here may run in
         // a transaction block), and the rollback at its end undoes the rest.
         if connection.isInTransaction && !connection.isRehearsing { _ = try? connection.executeSimple("ROLLBACK") }
@@ -330,7 +426,8 @@ struct PostgresSessionReset: SessionSnapshot {
         }
         connection.prepared.forgetAll()
         connection.forgetStatementTimeout(transactionEnded: false)
-        try connection.executeSimple(connection.sessionSettings)
+        // Through a pooler the rehearsal's transaction, whose `RESET ALL` ran inside it, gets them as `SET LOCAL`.
+        try connection.executeSimple(connection.reachesServerThroughPooler ? connection.localSettings : connection.sessionSettings)
         connection.floatTextIsExact = true
     }
 }

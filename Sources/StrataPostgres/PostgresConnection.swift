@@ -1,4 +1,9 @@
 import CLibPQ
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -13,8 +18,10 @@ import StrataCore
 /// try db.execute("INSERT INTO authors (name) VALUES ($1)", ["Ursula K. Le Guin"])
 /// ```
 ///
-/// Every session Strata opens runs with `TimeZone=UTC` and ISO dates, so timestamps read and write the same way on
-/// every host; the settings are restored after each migration (`sessionSnapshot`). Used from one thread at a time.
+/// Everything Strata runs on it sees `TimeZone=UTC` and ISO dates, so timestamps read and write the same way on every
+/// host: set for the session, restored after each migration (`sessionSnapshot`); through a connection pooler, with
+/// `SET LOCAL` in each transaction, so nothing stays on a server connection the pooler shares (`localSettings`).
+/// Used from one thread at a time.
 public final class PostgresConnection {
     let handle: OpaquePointer
     /// The connection URI with any password removed: how output, JSON and errors name the database.
@@ -24,6 +31,15 @@ public final class PostgresConnection {
     /// The schema holding `strata_history`: the manifest's, else the first schema of `search_path` holding one, else
     /// the first schema of `search_path` (`PostgresHistoryLocation`), as resolved on connecting.
     public let historySchema: String
+    /// Whether the connection reaches the server through a connection pooler (PgBouncer in either pooling mode, a
+    /// managed platform's pooled endpoint): the server names another process for the session than the one the
+    /// connection was given when it opened. Through one, every transaction may run on another server session, so
+    /// nothing is kept across transactions and no second session is opened; what needs a session of its own for as
+    /// long as it runs (a `transaction="none"` step's claim) uses `directURL`, or is refused before anything runs.
+    public let reachesServerThroughPooler: Bool
+    /// A connection straight to the server (not through the pooler) for what needs a session of its own while it
+    /// runs: a `transaction="none"` step's claim, the lock watch's questions. Nil: the connection's own URL.
+    public var directURL: String?
     /// Rows changed by the last statement.
     public internal(set) var changes = 0
     /// Savepoints opened by `withSavepoint`, for unique names.
@@ -32,6 +48,9 @@ public final class PostgresConnection {
     let savepointPrefix = UInt32.random(in: 0...UInt32.max)
     /// Whether this session holds the deployers' advisory lock (`withWriteLock`).
     var holdsDeployLock = false
+    /// The server process that took the deployers' lock for the open step (`pg_backend_pid()`), to say so when the
+    /// session changed under the step.
+    var deployLockSession: Int64?
     /// Set while a rehearsal's transaction is open (`PostgresRehearsalStage`): each step runs in a savepoint of it.
     var isRehearsing = false
     /// In a rehearsal, the cursors and prepared statements the session had before it: the steps' reset keeps them.
@@ -60,22 +79,30 @@ public final class PostgresConnection {
     /// through prepared statements and binary results.
     var preparesEveryStatement = false
 
-    /// The settings every Strata session runs with; `RESET ALL` returns to the server's defaults, so they are set
-    /// again after each migration. `standard_conforming_strings` is how the splitter reads `'…'` (backslashes are
-    /// plain characters), whatever a legacy database or role sets; `bytea_output` is the `hex` form `bytea` reads
-    /// (a database set to `escape` would otherwise hand a `Data` the escape text's bytes). From PostgreSQL 14 the server also checks every 2 s that the client is still
-    /// there while a statement runs, so a deployer killed mid-statement has its statement (and locks) ended.
-    static func sessionSettings(serverVersion: Int32) -> String {
-        var settings = """
-            SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601'; SET extra_float_digits = 3;
-            SET client_min_messages = 'warning'; SET client_encoding = 'UTF8'; SET standard_conforming_strings = on;
-            SET bytea_output = 'hex'
-            """
-        if serverVersion >= 140_000 { settings += "; SET client_connection_check_interval = '2s'" }
-        return settings
+    /// The settings everything Strata runs sees: set for the session of a direct connection (which is Strata's
+    /// alone and ends with it), again after each migration; through a connection pooler, each transaction Strata
+    /// opens starts with them as `SET LOCAL` (`localSettings`), and a read or write Strata sends outside one runs in a
+    /// transaction of its own that does (`inSettingsTransaction`), so none of them outlives its transaction on a
+    /// server connection the pooler shares with the application (PgBouncer in transaction mode hands the next
+    /// transaction another server session, and the application the one Strata used). `standard_conforming_strings` is how the splitter reads `'…'`
+    /// (backslashes are plain characters), whatever a legacy database or role sets; `bytea_output` is the `hex` form
+    /// `bytea` reads (a database set to `escape` would otherwise hand a `Data` the escape text's bytes). From
+    /// PostgreSQL 14 the server also checks every 2 s that the client is still there while a statement runs, so a
+    /// deployer killed mid-statement has its statement (and locks) ended.
+    static func settings(serverVersion: Int32, scope: String) -> String {
+        var settings = [
+            "TimeZone = 'UTC'", "DateStyle = 'ISO, YMD'", "IntervalStyle = 'iso_8601'", "extra_float_digits = 3",
+            "client_min_messages = 'warning'", "standard_conforming_strings = on", "bytea_output = 'hex'",
+        ]
+        if serverVersion >= 140_000 { settings.append("client_connection_check_interval = '2s'") }
+        return settings.map { "SET \(scope)\($0)" }.joined(separator: "; ")
     }
 
-    var sessionSettings: String { Self.sessionSettings(serverVersion: PQserverVersion(handle)) }
+    /// Strata's settings as `SET LOCAL`, sent right after each `BEGIN` Strata sends through a pooler.
+    var localSettings: String { Self.settings(serverVersion: PQserverVersion(handle), scope: "LOCAL ") }
+
+    /// Strata's settings for the session of a direct connection.
+    var sessionSettings: String { Self.settings(serverVersion: PQserverVersion(handle), scope: "") }
 
     /// Connects to the database `url` names (a `postgres://` or `postgresql://` URI or a keyword/value string,
     /// anything libpq accepts, with libpq's environment — `PGPASSWORD`, `~/.pgpass` — as usual). A failure's message
@@ -86,7 +113,14 @@ public final class PostgresConnection {
     public init(url: String, schema: String? = nil, lockTimeout: Duration = .seconds(60)) throws {
         name = DatabaseURL.redacted(url)
         self.lockTimeout = lockTimeout
-        guard let connection = PQconnectdb(url) else {
+        // UTF-8 from the start, in the startup packet (a `SET` would stay on a pooled server connection; PgBouncer
+        // keeps each client's `client_encoding` itself): every file Strata sends is UTF-8.
+        let keywords = ["dbname", "client_encoding"]
+        let values = [url, "UTF8"]
+        let opened = keywords.withCStrings { keywords in
+            values.withCStrings { values in PQconnectdbParams(keywords, values, 1) }
+        }
+        guard let connection = opened else {
             throw DatabaseError(kind: .cannotOpen, message: "libpq could not allocate a connection to \(DatabaseURL.redacted(url))")
         }
         guard PQstatus(connection) == CONNECTION_OK else {
@@ -96,10 +130,24 @@ public final class PostgresConnection {
         }
         // Notices (e.g. "relation already exists, skipping") would go to stderr and mix with the command's output.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
-        let settings = PostgresResult(PQexec(connection, Self.sessionSettings(serverVersion: PQserverVersion(connection))))
+        // A pooler (PgBouncer, and most others) gives its clients a process id and cancel key of its own: a server
+        // that reports another process id for this session is reached through one, in session or transaction mode.
+        let process = PostgresResult(PQexec(connection, "SELECT pg_catalog.pg_backend_pid()"))
+        let serverProcess = PQresultStatus(process.handle) == PGRES_TUPLES_OK && PQntuples(process.handle) == 1
+            ? PQgetvalue(process.handle, 0, 0).map { String(cString: $0) }.flatMap { Int32($0) } : nil
+        let pooled = serverProcess.map { $0 != PQbackendPID(connection) } ?? false
+        reachesServerThroughPooler = pooled
+        // A direct session is Strata's alone and ends with it: Strata's settings are set for it. Through a pooler each
+        // transaction sets them for itself (`localSettings`), and only a legacy server or role with
+        // `standard_conforming_strings` off is set otherwise for the session (a `transaction="none"` step's statements
+        // run outside any transaction, and are read with it on).
+        let conforming = PQparameterStatus(connection, "standard_conforming_strings").map { String(cString: $0) == "on" } ?? false
+        let sessionSQL = !pooled ? Self.settings(serverVersion: PQserverVersion(connection), scope: "")
+            : conforming ? "" : "SET standard_conforming_strings = on"
+        let settings = PostgresResult(PQexec(connection, sessionSQL))
         let current = PostgresResult(PQexec(connection, PostgresHistoryLocation.query))
-        guard PQresultStatus(settings.handle) == PGRES_COMMAND_OK, PQresultStatus(current.handle) == PGRES_TUPLES_OK else {
-            let error = PostgresError.error(PQresultStatus(settings.handle) == PGRES_COMMAND_OK ? current.handle : settings.handle,
+        guard [PGRES_COMMAND_OK, PGRES_EMPTY_QUERY].contains(PQresultStatus(settings.handle)), PQresultStatus(current.handle) == PGRES_TUPLES_OK else {
+            let error = PostgresError.error(PQresultStatus(settings.handle) == PGRES_FATAL_ERROR ? settings.handle : current.handle,
                                             connection: connection, sql: nil)
             PQfinish(connection)
             throw error
@@ -217,5 +265,15 @@ final class PostgresResult {
     var changes: Int {
         guard let handle, let text = PQcmdTuples(handle) else { return 0 }
         return Int(String(cString: text)) ?? 0
+    }
+}
+
+extension Array where Element == String {
+    /// The strings as a null-terminated array of C strings, for libpq's keyword/value calls, valid inside `body`.
+    func withCStrings<T>(_ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+        let copies = map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
     }
 }

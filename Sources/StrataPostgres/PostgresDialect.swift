@@ -3,12 +3,16 @@ import StrataCore
 /// How PostgreSQL spells SQL: `$n` placeholders (`?` is a `jsonb` operator there), up to 65,535 parameters a
 /// statement, and its type names classified for seeds and `check`.
 public struct PostgresDialect: SQLDialect {
+    /// Creates the dialect.
     public init() {}
 
+    /// "PostgreSQL".
     public var name: String { "PostgreSQL" }
 
+    /// PostgreSQL.
     public var backend: DatabaseBackend { .postgresql }
 
+    /// `$1`, `$2`, ….
     public func placeholder(_ index: Int) -> String { "$\(index)" }
 
     /// The protocol's limit: a Bind message counts parameters in 16 bits.
@@ -165,6 +169,7 @@ public struct PostgresDialect: SQLDialect {
         }
     }
 
+    /// Problems in a PostgreSQL migration that would fail or lock more than it says, found before it runs.
     public func lint(_ bytes: [UInt8], insideTransaction: Bool) -> [LintFinding] {
         PostgresLint.findings(in: bytes, insideTransaction: insideTransaction)
     }

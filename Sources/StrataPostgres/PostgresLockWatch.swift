@@ -83,6 +83,12 @@ final class PostgresLockWatch {
     private func monitor(for watched: PostgresConnection) -> PostgresConnection? {
         if let monitor { return monitor }
         guard monitorFailure == nil else { return nil }
+        guard !watched.reachesServerThroughPooler else {
+            // A second session would take a slot of a pool smaller than the deployers, and the process id the pooler
+            // gave the connection is not the server's.
+            monitorFailure = "the connection reaches the server through a connection pooler, where Strata opens no second session"
+            return nil
+        }
         do {
             let opened = try PostgresConnection(url: watched.conninfoForSecondSession(application: "strata lock watch"))
             // Its questions must never wait long themselves, on a server busy enough to need them.

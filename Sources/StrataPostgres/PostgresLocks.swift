@@ -45,18 +45,44 @@ struct PostgresStepLocks: StepLocking {
     /// Takes the claim on a second session of the same connection, one no migration runs on: a file can release
     /// every advisory lock of its own session (`pg_advisory_unlock_all()`, `DISCARD ALL`), and a claim lost that way
     /// would let another deployer take the running step for an abandoned one. Both sessions end with the process.
+    /// Through a connection pooler the claim's session is the direct connection the user gave (`directURL`): a
+    /// pooled session may be another for each transaction (the lock stranded on one the application then gets), and
+    /// a second pooled one would wait for a slot the deployers hold. Without one it is refused (the planner refuses
+    /// such a plan before anything runs: `noneStepRefusal`).
     func claim(kind: StepKind, id: String) throws -> (any StepClaim)? {
         let key = PostgresLocks.key(kind: kind, id: id)
         let session: PostgresConnection
         if let open = connection.claimSession, PQstatus(open.handle) == CONNECTION_OK {
             session = open
         } else {
-            session = try PostgresConnection(url: connection.conninfoForSecondSession(application: "strata step claim"))
+            session = try Self.claimSession(for: connection)
             connection.claimSession = session
         }
         guard try session.scalar("SELECT pg_try_advisory_lock($1::int4, $2::int4)", [PostgresLocks.namespace, key],
                                  as: Bool.self) == true else { return nil }
-        return PostgresStepClaim(connection: session, key: key, runnerSession: try RunnerSession.current(connection))
+        // Through a pooler the session running the file is any of the pool's: the claim's own stands for the runner.
+        let runner = connection.reachesServerThroughPooler ? session : connection
+        return PostgresStepClaim(connection: session, key: key, runnerSession: try RunnerSession.current(runner))
+    }
+
+    /// The session claims are taken on: the direct connection when one is given, else a second session of the
+    /// connection's own URL, unless that reaches the server through a pooler.
+    static func claimSession(for connection: PostgresConnection) throws -> PostgresConnection {
+        guard let direct = connection.directURL else {
+            if let refusal = connection.noneStepRefusal(id: nil) {
+                throw DatabaseError(kind: .misuse, code: nil, message: refusal)
+            }
+            return try PostgresConnection(url: connection.conninfoForSecondSession(application: "strata step claim"))
+        }
+        let session = try PostgresConnection(url: direct)
+        guard !session.reachesServerThroughPooler else {
+            throw DatabaseError(kind: .misuse, code: nil, message: "the direct connection \(session.name) given for transaction=\"none\" steps' claims also reaches the server through a connection pooler; give one that reaches the server itself (its host and port, not the pooler's)")
+        }
+        let databases = try [connection, session].map { try $0.scalar("SELECT current_database()", as: String.self) ?? "" }
+        guard databases[0] == databases[1] else {
+            throw DatabaseError(kind: .misuse, code: nil, message: "the direct connection \(session.name) given for transaction=\"none\" steps' claims reaches database \(databases[1]), not \(databases[0]), the one being migrated")
+        }
+        return session
     }
 
     /// True when any session (this one included) holds the step's lock, and whenever that cannot be told: on a

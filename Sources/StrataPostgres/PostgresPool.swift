@@ -35,6 +35,7 @@ public final class PostgresPool: ConnectionPool {
         /// `.statementTimeout`, SQLSTATE 57014); nil: the server's setting. Calls may give their own.
         public var statementTimeout: Duration?
 
+        /// Creates a configuration.
         public init(size: Int = 10, checkoutTimeout: Duration = .seconds(30), statementTimeout: Duration? = nil) {
             self.size = size
             self.checkoutTimeout = checkoutTimeout
@@ -44,6 +45,7 @@ public final class PostgresPool: ConnectionPool {
 
     /// The database's URI with any password hidden.
     public let name: String
+    /// How many connections the pool keeps and how long calls wait.
     public let configuration: Configuration
     /// The URI as given, password included: never shown.
     private let url: String
@@ -70,14 +72,17 @@ public final class PostgresPool: ConnectionPool {
 
     // MARK: Blocking
 
+    /// Runs `body` on a connection in a read-only transaction, waiting for a free connection.
     public func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try call(.read, statementTimeout: nil, body)
     }
 
+    /// Runs `body` on a connection in a transaction, committed when it returns and rolled back when it throws.
     public func write<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try call(.write, statementTimeout: nil, body)
     }
 
+    /// Runs `body` on a connection outside a transaction, for statements that cannot run in one.
     public func writeWithoutTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try call(.session, statementTimeout: nil, body)
     }
@@ -98,14 +103,17 @@ public final class PostgresPool: ConnectionPool {
 
     // MARK: Async
 
+    /// Runs `body` on a connection in a read-only transaction, off the caller's thread.
     public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await call(.read, statementTimeout: nil, body)
     }
 
+    /// Runs `body` on a connection in a transaction, off the caller's thread.
     public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await call(.write, statementTimeout: nil, body)
     }
 
+    /// Runs `body` on a connection outside a transaction, off the caller's thread.
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await call(.session, statementTimeout: nil, body)
     }

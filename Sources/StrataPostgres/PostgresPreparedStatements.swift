@@ -62,7 +62,17 @@ struct PostgresPreparedStatements {
     /// A name no statement of this session has had.
     mutating func newName() -> String {
         count += 1
-        return prefix + String(count)
+        let name = prefix + String(count)
+        namesOfTransaction.append(name)
+        return name
+    }
+
+    /// The statements prepared in the open transaction, kept or not: deallocated when it ends.
+    private var namesOfTransaction: [String] = []
+
+    /// `DEALLOCATE` of every statement prepared in the open transaction, as one text ("" when there are none).
+    func deallocationOfTransaction() -> String {
+        namesOfTransaction.map { "DEALLOCATE " + quoteIdentifier($0) }.joined(separator: "; ")
     }
 
     /// Keeps a prepared statement; past `capacity` a new one is not kept (and is prepared again when next needed).
@@ -72,8 +82,13 @@ struct PostgresPreparedStatements {
 
     mutating func forget(_ sql: String) { entries[sql] = nil }
 
-    /// After `DISCARD ALL`, `DEALLOCATE` or a session reset: the server has dropped them.
-    mutating func forgetAll() { entries.removeAll() }
+    /// After `DISCARD ALL`, `DEALLOCATE` or a session reset (the server has dropped them), and, through a connection
+    /// pooler, when a transaction begins or ends: a statement is then prepared and run inside one transaction only,
+    /// since a pooler in transaction mode may run the next on another server session (where the name is missing).
+    mutating func forgetAll() {
+        entries.removeAll()
+        namesOfTransaction.removeAll()
+    }
 
     /// Notes from a text run's result whether its SQL may read in binary from now on: a `SELECT` (run again, it has
     /// no effect a retry in text would repeat) whose columns all have a binary reading.
@@ -118,7 +133,9 @@ extension PostgresConnection {
     /// transaction.
     func runPrepared(_ sql: String, _ parameters: PostgresParameters) throws -> PostgresResult {
         try confirmTransactionOpen(sql: sql)
-        guard let entry = try preparedEntry(sql, parameters) else { return try run(sql, parameters) }
+        // Through a pooler, outside a transaction, preparing and running are two round trips it may send to two server
+        // sessions.
+        guard !reachesServerThroughPooler || transactionStatus == PQTRANS_INTRANS, let entry = try preparedEntry(sql, parameters) else { return try run(sql, parameters) }
         var result = executePrepared(entry, parameters)
         if Self.isStalePreparedStatement(result) {
             prepared.forget(sql)

@@ -1,3 +1,4 @@
+import CLibPQ
 import StrataCore
 
 /// Rehearsals on PostgreSQL run every transactional step inside one transaction on the database itself, each step
@@ -72,10 +73,11 @@ final class PostgresRehearsalStage: RehearsalStage {
         // Read before the deployers' lock and the transaction: what the session holds of its own.
         session = try PostgresRehearsalSession(connection: connection)
         let kept = try PostgresSessionObjects(connection)
-        // Taken before the transaction, as migrate takes it: waiting for it holds no snapshot.
-        try connection.acquireDeployLock()
         do {
-            try connection.executeSimple("BEGIN; SET LOCAL lock_timeout = \(lockTimeout)")
+            try connection.begin("BEGIN; SET LOCAL lock_timeout = \(lockTimeout)")
+            // Transaction-level, as migrate takes it: it ends with the rehearsal's rollback, and waiting for it in
+            // READ COMMITTED holds no snapshot between tries.
+            try connection.acquireDeployLockInTransaction()
             // A statement that would end the transaction is refused before it runs (`confirmTransactionOpen`).
             connection.transactionOwner = "the rehearsal"
             connection.isRehearsing = true
@@ -221,12 +223,20 @@ final class PostgresRehearsalStage: RehearsalStage {
         let drawn = (try? readLocks().filter { $0.mode == "RowExclusiveLock" && sequences[$0.oid] != nil }.map(\.oid)) ?? []
         // The advisory locks the last step took, by name (those still held after the rollback are undone below).
         try? session.noteNewLocks()
+        if connection.reachesServerThroughPooler && connection.transactionStatus == PQTRANS_INTRANS {
+            do {
+                sessionLeftovers = try session.undoInTransaction()
+            } catch {
+                end()
+                throw DatabaseError(kind: .other, code: nil, message: "the rehearsal could not read or release the advisory locks its steps may have left on the server session (\(error)); the pooler keeps that session for its next client: end it (pg_terminate_backend) or restart the pool")
+            }
+        }
         end()
         guard !connection.isInTransaction else {
             throw DatabaseError(kind: .other, code: nil, message: "the rehearsal's transaction could not be rolled back; close the connection, which ends it without committing")
         }
         do {
-            sessionLeftovers = try session.undo()
+            if !connection.reachesServerThroughPooler { sessionLeftovers = try session.undo() }
         } catch {
             throw DatabaseError(kind: .other, code: nil, message: "the rehearsal could not read or release the advisory locks and dblink connections its steps may have left on the connection (\(error)); close the connection, which ends them")
         }
@@ -243,7 +253,7 @@ final class PostgresRehearsalStage: RehearsalStage {
         connection.isRehearsing = false
         connection.rehearsalKeeps = nil
         connection.rehearsalStatementWatch = nil
-        if connection.isInTransaction { _ = try? connection.executeSimple("ROLLBACK") }
+        if connection.isInTransaction { connection.rollBack() }
         connection.releaseDeployLock()
     }
 

@@ -42,11 +42,44 @@ struct PostgresRehearsalSession {
     }
 
     /// Reads the session as it is before the rehearsal begins (outside a transaction, before the deployers' lock).
+    /// Through a connection pooler there is no session to read outside the rehearsal's transaction (each read may
+    /// reach another server session, another client's): nothing is taken as held before, and what the steps left is
+    /// undone inside the transaction, before its rollback (`undoInTransaction`).
     init(connection: PostgresConnection) throws {
         self.connection = connection
+        guard !connection.reachesServerThroughPooler else {
+            before = []
+            seenSoFar = []
+            dblinkBefore = nil
+            return
+        }
         before = try Self.advisoryLocks(connection)
         seenSoFar = before
         dblinkBefore = try Self.dblinkConnections(connection)?.names
+    }
+
+    /// Through a connection pooler, inside the rehearsal's transaction before its rollback, on the server session
+    /// that ran the steps: releases every session advisory lock a step took and left (a transaction-level one, which
+    /// `pg_advisory_unlock` does not release, goes with the rollback). dblink connections are not looked for: finding
+    /// the unnamed one fails the transaction when there is none.
+    mutating func undoInTransaction() throws -> [SessionLeftover] {
+        var leftovers: [SessionLeftover] = []
+        for lock in try Self.advisoryLocks(connection).sorted(by: { $0.name < $1.name }) {
+            var times = 0
+            while times < Self.maximumReleases {
+                let (sql, arguments) = lock.call("pg_advisory_unlock")
+                guard try connection.scalar(sql, arguments, as: Bool.self) == true else { break }
+                times += 1
+            }
+            guard times > 0 else { continue }
+            let released = try !Self.advisoryLocks(connection).contains(lock)
+            leftovers.append(SessionLeftover(kind: .advisoryLock, name: lock.name, step: firstSeen[lock],
+                outcome: "taken and not released by the step, so migrate's session would hold it until it ends; "
+                    + (released ? "released by the rehearsal (\(times) time\(times == 1 ? "" : "s"))"
+                                : "still held after \(times) releases: close the connection, which releases it"),
+                undone: released))
+        }
+        return leftovers
     }
 
     /// Called before each step, inside the transaction: the locks that showed since the last call were taken by the

@@ -14,6 +14,7 @@ import StrataCore
 /// column's type has a binary reading, and reads the same (`PostgresBinary`).
 public final class PostgresStatement {
     unowned let connection: PostgresConnection
+    /// The statement's SQL.
     public let sql: String
     private var parameters = PostgresParameters()
     /// A bind that failed (text with a NUL byte), reported by the next `run()` or `step()`.
@@ -90,6 +91,7 @@ public final class PostgresStatement {
         return max(highest, number ?? 0)
     }
 
+    /// Binds every argument; positional ones to `$1`, `$2`, … in order.
     public func bind(_ arguments: StatementArguments) throws {
         reset()
         failedBind = nil
@@ -108,14 +110,19 @@ public final class PostgresStatement {
         }
     }
 
+    /// Binds one value to the 1-based parameter `index`.
     public func bind(_ value: DatabaseValue, at index: Int32) throws {
         try parameters.set(value, at: Int(index), sql: sql)
     }
 
+    /// Binds NULL to the 1-based parameter `index`.
     public func bindNull(at index: Int32) { setRemembering(.null, at: index) }
+    /// Binds an integer to the 1-based parameter `index`.
     public func bind(int64 value: Int64, at index: Int32) { setRemembering(.integer(value), at: index) }
+    /// Binds a floating-point number to the 1-based parameter `index`.
     public func bind(double value: Double, at index: Int32) { setRemembering(.real(value), at: index) }
 
+    /// Binds UTF-8 text to the 1-based parameter `index`.
     public func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32, copying: Bool) {
         // Text is copied into the parameter list either way; `copying` only matters to backends that borrow.
         let text = String(decoding: bytes, as: UTF8.self)
@@ -126,6 +133,7 @@ public final class PostgresStatement {
         }
     }
 
+    /// Binds bytes to the 1-based parameter `index`.
     public func bind(blob bytes: UnsafeBufferPointer<UInt8>, at index: Int32) {
         setRemembering(.blob(Data(bytes)), at: index)
     }
@@ -155,6 +163,16 @@ public final class PostgresStatement {
     }
 
     private func execute() throws -> PostgresResult {
+        // Through a pooler, outside any transaction, a statement whose reading or writing Strata's settings decide runs
+        // in one of its own that sets them (`inSettingsTransaction`): set for the session, they would stay on a pooled
+        // server connection. Unprepared: preparing it would cost two more round trips for one run.
+        if connection.reachesServerThroughPooler, connection.transactionStatus == PQTRANS_IDLE, connection.transactionOwner == nil,
+           Self.runsInATransaction(sql) {
+            executions += 1
+            return try connection.inSettingsTransaction {
+                try connection.run(sql, parameters, binary: connection.prepared.readsInBinary(sql, connection: connection))
+            }
+        }
         executions += 1
         // A batch's statement, run again and again, is prepared from its second run.
         if executions > 1 || connection.preparesEveryStatement { return try connection.runPrepared(sql, parameters) }
@@ -164,6 +182,29 @@ public final class PostgresStatement {
         return try connection.run(sql, parameters, binary: connection.prepared.readsInBinary(sql, connection: connection))
     }
 
+    /// Whether `sql` is a query or a row change (its first word `SELECT`, `WITH`, `VALUES`, `TABLE`, `SHOW`, `INSERT`,
+    /// `UPDATE`, `DELETE` or `MERGE`, after any comments and opening parentheses), which can run inside a transaction
+    /// block; other commands (`CREATE DATABASE`, `VACUUM`, `CREATE INDEX CONCURRENTLY`) may not.
+    static func runsInATransaction(_ sql: String) -> Bool {
+        var bytes = Substring(sql).utf8[...]
+        while let first = bytes.first {
+            if first == UInt8(ascii: "(") || first == UInt8(ascii: " ") || (9...13).contains(first) {
+                bytes = bytes.dropFirst()
+            } else if bytes.starts(with: "--".utf8) {
+                bytes = bytes.drop { $0 != UInt8(ascii: "\n") }
+            } else if bytes.starts(with: "/*".utf8) {
+                // Not nested: a statement Strata sends itself starts with one plain comment at most.
+                guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: "*/".utf8) }) else { return false }
+                bytes = bytes[end...].dropFirst(2)
+            } else {
+                break
+            }
+        }
+        let word = String(decoding: bytes.prefix { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) }, as: UTF8.self).uppercased()
+        return ["SELECT", "WITH", "VALUES", "TABLE", "SHOW", "INSERT", "UPDATE", "DELETE", "MERGE"].contains(word)
+    }
+
+    /// Moves to the next row, running the statement first if needed; false when there are no more.
     public func step() throws -> Bool {
         try start()
         guard result != nil, cursor.pointee.row < cursor.pointee.rowCount else { return false }
@@ -192,6 +233,7 @@ public final class PostgresStatement {
         }
     }
 
+    /// Discards the result, so the statement can run again with new arguments.
     public func reset() {
         cursor.pointee.clear()
         result = nil
@@ -202,6 +244,7 @@ public final class PostgresStatement {
         PostgresResultCursor.column(of: cursor, at: index)
     }
 
+    /// The current row's value of the 0-based column `index`.
     public func value(at index: Int32) -> DatabaseValue {
         switch column(at: index) {
         case .null: .null

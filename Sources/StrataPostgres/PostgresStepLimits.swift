@@ -6,7 +6,13 @@ extension PostgresConnection {
     /// back; `SET` for a `transaction="none"` step, whose statements run in transactions of their own, undone by the
     /// session reset after it (`PostgresSessionReset`). A file may still set either for itself: its own `SET` comes
     /// later and wins. Also arms the lock watch, which names the session a statement waited for when it gives up.
+    /// Through a connection pooler a `transaction="none"` step gets neither: set for the session, they would stay on
+    /// a server session the application gets next.
     public func limitStatements(_ limits: StatementLimits, insideTransaction: Bool) throws {
+        if !insideTransaction && reachesServerThroughPooler {
+            lockWatch.arm(for: limits)
+            return
+        }
         let set = insideTransaction ? "SET LOCAL" : "SET"
         var settings = ["\(set) lock_timeout = \(Self.milliseconds(limits.lockTimeout))"]
         if let statementTimeout = limits.statementTimeout {

@@ -14,8 +14,10 @@ import StrataCore
 /// Copies of a live database with SQLite's online backup API (`sqlite3_backup_init/step/finish`): what
 /// `MigrationOptions.backup` takes before a run writes, and what a program may take itself.
 extension Database: BackupSource {
+    /// The database file's name, which backups are named after; nil in memory.
     public var backupBaseName: String? { path.map(PathComponents.last) }
 
+    /// The database file's permissions, which backups keep; nil in memory.
     public var backupFileMode: UInt32? { path.flatMap(DurableFiles.mode(of:)) }
 
     /// The main database's page count × page size, as the backup API copies it; nil when it cannot be read.
@@ -26,6 +28,7 @@ extension Database: BackupSource {
         return overflow ? nil : bytes
     }
 
+    /// Copies the database to `path` with SQLite's online backup API, after `check` passes.
     public func writeBackup(to path: String, checkingFirst check: () throws -> Void) throws {
         let destination = try Database(path: path, configuration: Configuration(busyTimeout: .zero, foreignKeys: false))
         defer { destination.close() }

@@ -36,6 +36,7 @@ public final class Database {
         /// numbers. Text is read as ISO-8601 whatever this says; a number is read as this storage counts.
         public var dateStorage: DateStorage = .iso8601Text
 
+        /// Creates a configuration.
         public init(readOnly: Bool = false, busyTimeout: Duration = .seconds(5),
                     foreignKeys: Bool = true, walMode: Bool = false, dateStorage: DateStorage = .iso8601Text) {
             self.readOnly = readOnly
@@ -47,7 +48,9 @@ public final class Database {
     }
 
     let handle: OpaquePointer
+    /// Where the database is: a file or memory.
     public let location: Location
+    /// How the connection was opened.
     public let configuration: Configuration
     private var statementCache: [String: Statement] = [:]
     var savepointDepth = 0
@@ -68,6 +71,7 @@ public final class Database {
         try self.init(.file(path), configuration: configuration)
     }
 
+    /// Opens a connection to the database at `location`.
     public init(_ location: Location = .inMemory, configuration: Configuration = Configuration()) throws {
         let filename: String
         switch location {

@@ -26,6 +26,7 @@ public final class DatabasePool: ConnectionPool {
         /// How long a read waits for a reader when all are in use before failing with `.busy`.
         public var checkoutTimeout: Duration
 
+        /// Creates a configuration.
         public init(database: Database.Configuration = Database.Configuration(), maximumReaderCount: Int = 5,
                     checkoutTimeout: Duration = .seconds(30)) {
             self.database = database
@@ -36,6 +37,7 @@ public final class DatabasePool: ConnectionPool {
 
     /// The database file.
     public let path: String
+    /// How the pool's connections are opened and shared.
     public let configuration: Configuration
     private let writer: DatabaseQueue
     private let readers: ConnectionCheckout<Database>

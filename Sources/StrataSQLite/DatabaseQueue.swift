@@ -17,6 +17,7 @@ public final class DatabaseQueue: Sendable {
     private let key = DispatchSpecificKey<Bool>()
     private let interruptHandle: InterruptHandle
 
+    /// Opens a connection at `location` that threads and tasks share, one access at a time.
     public init(_ location: Database.Location = .inMemory,
                 configuration: Database.Configuration = Database.Configuration()) throws {
         database = try Database(location, configuration: configuration)
@@ -30,6 +31,7 @@ public final class DatabaseQueue: Sendable {
         interruptHandle.interrupt()
     }
 
+    /// Opens a queue on the database file at `path`.
     public convenience init(path: String, configuration: Database.Configuration = Database.Configuration()) throws {
         try self.init(.file(path), configuration: configuration)
     }

@@ -23,6 +23,7 @@ public struct RestoreOptions: Sendable, Equatable {
     /// another's schema, rows and history. `strata restore --other-database`.
     public var allowOtherDatabase: Bool
 
+    /// Creates options.
     public init(busyTimeout: Duration = .seconds(60), keepCurrent: Bool = false, allowOtherDatabase: Bool = false) {
         self.busyTimeout = busyTimeout
         self.keepCurrent = keepCurrent

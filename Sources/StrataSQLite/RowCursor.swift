@@ -11,6 +11,7 @@ public final class RowCursor {
 
     deinit { statement.reset() }
 
+    /// The column names, in result order.
     public var columnNames: [String] { statement.layout.names }
 
     /// The next row, or nil after the last one.

@@ -19,6 +19,7 @@ public struct SQLiteTarget: DatabaseTarget {
     public let path: String
     /// How messages name it: `--database '…'` or `<database path="…">`.
     public let source: String
+    /// Whether the database file exists.
     public let exists: Bool
 
     /// Checks `path` without creating anything; `source` is how refusals name it.
@@ -49,6 +50,7 @@ public struct SQLiteTarget: DatabaseTarget {
         return database
     }
 
+    /// A connection for reading the database's history and schema; it creates no file.
     public func openForReading() throws -> any MigrationDatabase {
         try openReadOnly()
     }
@@ -76,6 +78,7 @@ public struct SQLiteTarget: DatabaseTarget {
         return database
     }
 
+    /// The database's schema as `strata schema` prints it.
     public func schema() throws -> String {
         try openReadOnly().canonicalSchema(excluding: ["strata_history"])
     }

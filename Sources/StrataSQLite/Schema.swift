@@ -20,9 +20,13 @@ extension Affinity {
 
 /// An entry of `sqlite_schema`.
 public struct SchemaObject: Sendable, Equatable {
+    /// `table`, `index`, `view` or `trigger`.
     public let type: String
+    /// The object's name.
     public let name: String
+    /// The table it belongs to (a table's own name for a table).
     public let table: String
+    /// Its `CREATE` statement.
     public let sql: String
 }
 
@@ -87,6 +91,7 @@ extension Database {
                            comparesExactly: collation == "BINARY")
     }
 
+    /// The unique keys of `table`: its primary key and each unique constraint or index, their columns in key order.
     public func uniqueKeys(in table: String) throws -> [[String]] {
         var keys: [[String]] = []
         var primaryKeyIndexed = false

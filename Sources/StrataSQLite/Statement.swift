@@ -55,7 +55,9 @@ public final class Statement {
     private var cachedLayout: RowLayout?
     private var layoutCompilations: Int32 = 0
 
+    /// The number of columns the statement returns.
     public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+    /// The number of parameters the statement takes.
     public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
 
     /// Binds all parameters at once; checks count and names before anything runs.

@@ -75,11 +75,12 @@ enum CLI {
                         (as migrate refuses an invalid manifest).
                         """),
         CommandSpec(name: "migrate", summary: "apply every pending migration and seed, in plan order",
-                    usage: "strata migrate --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]... [--to ID] [--strict-order] [--timeout SECONDS] [--plan-id ID] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
-                    valueOptions: manifestOptions.union(["timeout", "plan-id", "to"]).union(stepOptions).union(backupOptions),
+                    usage: "strata migrate --manifest PATH [--database PATH] [--direct-database URL] [--wait SECONDS] [--context NAME]... [--to ID] [--strict-order] [--timeout SECONDS] [--plan-id ID] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    valueOptions: manifestOptions.union(["timeout", "plan-id", "to", "direct-database"]).union(stepOptions).union(backupOptions),
                     repeatableOptions: ["context"], flags: ["strict-order", "no-backup", "new-history"],
                     details: "--to ID applies the pending steps up to and including ID (plan order); later ones stay pending. An ID no step has is a usage error (exit 2) naming the nearest.\n"
-                        + "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id, and fails a step whose file changed after that check.\n\n"
+                        + "--plan-id ID refuses (exit 3) unless the plan is still the one 'strata plan' printed with that id, and fails a step whose file changed after that check.\n"
+                        + "--direct-database URL (PostgreSQL): when --database goes through a connection pooler (PgBouncer), a connection straight to the same database for the claims of transaction=\"none\" steps; without it such a plan is refused (exit 3, reason pooler).\n\n"
                         + newHistoryHelp + "\n\n" + backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "seed", summary: "apply pending seed sets only",
                     usage: "strata seed --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]... [--timeout SECONDS] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
@@ -128,9 +129,17 @@ enum CLI {
                         --dry-run prints the plan of downs (with its plan id for --plan-id) and runs nothing. A down that
                         fails leaves its step applied and the database as before it (exit 1).
                         """ + "\n\n" + backupOptionsHelp + "\n\n" + stepOptionsHelp),
-        CommandSpec(name: "baseline", summary: "record every step up to FILE as applied without running it",
-                    usage: "strata baseline --through FILE --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]...",
-                    valueOptions: manifestOptions.union(["through"]), repeatableOptions: ["context"]),
+        CommandSpec(name: "baseline", summary: "record steps as applied without running them: up to FILE, or as another tool's history says",
+                    usage: "strata baseline (--through FILE|VERSION | --from TOOL) --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]...",
+                    valueOptions: manifestOptions.union(["through", "from"]), repeatableOptions: ["context"],
+                    details: """
+                        --through FILE|VERSION records every step up to and including FILE (or the one migration whose file
+                        name starts with VERSION: 3, 20240101120000, Flyway's 1.1).
+                        --from TOOL (\(ForeignTool.allCases.map(\.rawValue).joined(separator: ", "))) reads that tool's own
+                        history table on the database and records exactly the migrations it applied, matched to files by
+                        the tool's version rules. Refused (exit 3, reason foreign-history, nothing recorded) when the table is
+                        missing or not the tool's, marks a step dirty or failed, or names a version no file has.
+                        """),
         CommandSpec(name: "repair", summary: "re-record checksums of drifted steps; mark removed ones deleted",
                     usage: "strata repair --manifest PATH [--database PATH] [--wait SECONDS]", valueOptions: manifestOptions),
         CommandSpec(name: "resolve", summary: "settle a dirty transaction=\"none\" step after checking it by hand",
@@ -186,7 +195,7 @@ enum CLI {
 
     static var usage: String {
         var text = """
-            strata \(Strata.version) — describe a SQLite database in plain files and bring any database up to date.
+            strata \(Strata.version) — describe a SQLite or PostgreSQL database in plain files and bring it up to date.
 
             Usage: strata <command> [options]
 

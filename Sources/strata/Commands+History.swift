@@ -13,13 +13,35 @@ import Strata
 /// `baseline`, `repair` and `resolve`: the history changed by a human after checking the database.
 extension Commands {
     func baseline() throws -> Int32 {
-        guard let through = invocation.value("through") else { throw UsageError("--through FILE is required") }
+        let from = invocation.value("from")
+        let through = invocation.value("through")
+        guard (from == nil) != (through == nil) else {
+            throw UsageError(from == nil ? "--through ID|VERSION or --from TOOL is required" : "give one of --through and --from, not both")
+        }
+        let tool = try from.map { name in
+            guard let tool = ForeignTool(rawValue: name) else {
+                throw UsageError("--from must be one of \(ForeignTool.allCases.map(\.rawValue).joined(separator: ", ")), not '\(name)'")
+            }
+            return tool
+        }
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let recorded = try Migrator(manifest: manifest, database: try openForWriting(target))
-            .baseline(through: through, try options)
-        output.line(recorded.isEmpty ? "Nothing recorded: every step through \(through) is already recorded."
+        let migrator = Migrator(manifest: manifest, database: try openForWriting(target))
+        if let tool {
+            let adopted = try migrator.baseline(from: tool)
+            output.line(adopted.recorded.isEmpty ? "Nothing recorded: \(tool.table) records no step Strata does not already record."
+                        : "Recorded as applied without running, from \(tool.rawValue)'s \(tool.table): " + adopted.recorded.joined(separator: ", "))
+            if !adopted.repeatablesNotRecorded.isEmpty {
+                output.line("Not recorded (repeatable; the next migrate applies them as they are now): " + adopted.repeatablesNotRecorded.joined(separator: ", "))
+            }
+            output.object(["command": "baseline", "database": .string(path), "from": .string(tool.rawValue),
+                           "recorded": .array(adopted.recorded.map(JSON.string)),
+                           "repeatablesNotRecorded": .array(adopted.repeatablesNotRecorded.map(JSON.string))])
+            return ExitCode.success
+        }
+        let recorded = try migrator.baseline(through: through ?? "", try options)
+        output.line(recorded.isEmpty ? "Nothing recorded: every step through \(through ?? "") is already recorded."
                     : "Recorded as applied without running: " + recorded.joined(separator: ", "))
         output.object(["command": "baseline", "database": .string(path), "recorded": .array(recorded.map(JSON.string))])
         return ExitCode.success

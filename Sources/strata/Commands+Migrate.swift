@@ -31,6 +31,9 @@ extension Commands {
         let undoing = options.rollback != nil
         let signals = StopSignals(command: command)
         options.cancellation = signals.cancellation
+        if !target.exists && undoing {
+            throw CommandFailure("there is no database at \(path): nothing was applied there, so nothing can be rolled back (check --database)")
+        }
         if !target.exists {
             // Refuse before opening for writing creates the database: an empty one reads the same as none.
             let refusals = try Migrator(manifest: manifest, database: try connect(target) { try target.openForReading() }).refusals(options)
@@ -92,7 +95,9 @@ extension Commands {
         if report.cancelled {
             let number = signals.received ?? SIGINT
             let applied = report.applied.isEmpty ? "none" : report.applied.map(\.id).joined(separator: ", ")
-            output.error("strata \(command): stopped by \(StopSignals.name(number)): applied by this run: \(applied); not run: \(report.notRun.joined(separator: ", ")). Run 'strata \(command)' again to apply them.")
+            output.error(undoing
+                ? "strata \(command): stopped by \(StopSignals.name(number)): rolled back by this run: \(applied); not rolled back: \(report.notRun.joined(separator: ", ")), which stay applied. To undo them too, run 'strata rollback --steps \(report.notRun.count)'."
+                : "strata \(command): stopped by \(StopSignals.name(number)): applied by this run: \(applied); not run: \(report.notRun.joined(separator: ", ")). Run 'strata \(command)' again to apply them.")
             return 128 + number
         }
         if let failure = report.failure {
@@ -105,11 +110,14 @@ extension Commands {
                 output.error("  \(failure.id) ran outside a transaction and failed; what stayed applied is said above; nothing after it ran.")
             } else if case .unrecorded = failure.aftermath {
                 output.error("  \(failure.id) ran outside a transaction; what stayed applied and what history holds are said above; nothing after it ran.")
+            } else if undoing {
+                output.error("  the down of \(failure.id) was rolled back and left no trace: \(failure.id) stays applied; nothing after it ran.")
             } else {
                 output.error("  \(failure.id) was rolled back and left no trace; nothing after it ran.")
             }
+            if !undoing, report.applied.isEmpty { adoptionHint(migrator) }
             let others = report.appliedByOtherRuns.map { ", \($0) by other runs" } ?? ""
-            output.error(undoing ? "  kept: \(counted(report.applied.count, "step")) rolled back by this run; the failed step and those before it stay applied."
+            output.error(undoing ? "  kept: \(counted(report.applied.count, "step")) rolled back by this run; the steps it did not reach stay applied."
                          : "  kept: \(counted(report.applied.count, "step")) applied by this run\(others).")
             return ExitCode.stepFailed
         }
@@ -117,11 +125,24 @@ extension Commands {
             output.line("  \(report.alreadyApplied.count) step\(report.alreadyApplied.count == 1 ? " was" : "s were") \(undoing ? "rolled back" : "applied") meanwhile by another run")
         }
         if report.applied.isEmpty {
-            output.line(undoing ? "Nothing to roll back in \(path)." : "Nothing to do: \(path) is up to date.")
+            output.line(undoing ? "Nothing to roll back in \(path)." : Self.nothingToDo(path, to: invocation.value("to")))
         } else {
             output.line(undoing ? "\(counted(report.applied.count, "step")) rolled back in \(path)."
                         : "\(counted(report.applied.count, "step")) applied to \(path).")
         }
+        if undoing, let asked = invocation.value("steps").flatMap(Int.init),
+           asked > report.applied.count + report.alreadyApplied.count {
+            output.line("  --steps \(asked) asked for more steps than were applied: every applied step was rolled back.")
+        }
         return ExitCode.success
+    }
+
+    /// When Strata's history records nothing applied and another tool's history table is there: the database was
+    /// migrated by that tool, and `baseline --from` adopts it (a first `migrate` fails on "already exists").
+    func adoptionHint(_ migrator: Migrator) {
+        guard let records = try? migrator.database.history.all(), !records.contains(where: \.isApplied) else { return }
+        for (tool, rows) in migrator.foreignHistories() {
+            output.error("  this database has \(tool.rawValue)'s history table \(tool.table) (\(counted(rows, "row"))) and Strata's records nothing: if \(tool.rawValue) migrated it, adopt what it applied with 'strata baseline --from \(tool.rawValue)', then migrate")
+        }
     }
 }

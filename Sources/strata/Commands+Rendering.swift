@@ -38,6 +38,12 @@ extension Commands {
         return tenths == 0 ? "\(whole) s" : "\(whole).\(tenths) s"
     }
 
+    /// The line for a migrate or plan with nothing to apply: up to date, or, with `--to`, applied up to the target
+    /// (later steps may be pending: "up to date" would say otherwise).
+    static func nothingToDo(_ path: String, to target: String?) -> String {
+        target.map { "Nothing to do: every step up to \($0) is applied in \(path)." } ?? "Nothing to do: \(path) is up to date."
+    }
+
     static func appliedLine(_ step: AppliedStep, width: Int) -> String {
         var line = (step.reason == .rollback ? "  rolled back  " : "  applied  ") + step.kind.rawValue.padded(to: 9) + "  "
             + step.id.padded(to: max(width, step.id.count))
@@ -58,6 +64,7 @@ extension Commands {
         } else {
             row.append(step.rowCount.map { "\(formatCount($0)) rows" } ?? "")
         }
+        if case .migration(let migration) = step.step, migration.repeatable { row.append("repeatable") }
         if step.reason != .pending { row.append("(\(step.reason.rawValue))") }
         return row
     }

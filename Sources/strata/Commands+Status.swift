@@ -25,8 +25,15 @@ extension Commands {
         }
         output.line("\(path):")
         output.line(table([["KIND", "STEP", "STATE", "APPLIED AT", "ROWS"]] + rows))
+        // Strata records nothing: another tool's history there is what adopting the database starts from.
+        let foreign = statuses.contains { $0.record?.isApplied == true } ? [] : migrator.foreignHistories()
         output.object(["command": "status", "database": .string(path), "steps": .array(statuses.map(Self.json)),
-                       "unfinished": .array(unfinished.map(Self.json))])
+                       "unfinished": .array(unfinished.map(Self.json)),
+                       "foreignHistories": .array(foreign.map { ["tool": .string($0.tool.rawValue), "table": .string($0.tool.table),
+                                                                  "rows": .optional($0.rows)] })])
+        for (tool, rows) in foreign {
+            output.log("this database has \(tool.rawValue)'s history table \(tool.table) (\(counted(rows, "row"))) and Strata's records nothing: if \(tool.rawValue) migrated it, run 'strata baseline --from \(tool.rawValue)' to record what it applied")
+        }
         let troubled = statuses.filter { [.drifted, .missing, .dirty].contains($0.state) }
         for status in troubled where status.state == .dirty {
             output.log("\(status.id) is dirty; run 'strata resolve \(status.id) --applied' or '--rolled-back' after checking the database")
@@ -66,11 +73,10 @@ extension Commands {
         }
         let undoing = invocation.spec.name == "rollback"
         if plan.steps.isEmpty {
-            output.line(undoing ? "Nothing to roll back in \(path)." : "Nothing to do: \(path) is up to date.")
-        } else if undoing {
-            output.line("rollback would undo \(counted(plan.steps.count, "step")) of \(path), in this order (plan id \(plan.id)):")
+            output.line(undoing ? "Nothing to roll back in \(path)." : Self.nothingToDo(path, to: invocation.value("to")))
         } else {
-            output.line("migrate would apply \(counted(plan.steps.count, "step")) to \(path) (plan id \(plan.id)):")
+            output.line(undoing ? "rollback would undo \(counted(plan.steps.count, "step")) of \(path), in this order (plan id \(plan.id)):"
+                        : "migrate would apply \(counted(plan.steps.count, "step")) to \(path) (plan id \(plan.id)):")
             let lines = table(zip(plan.steps, sections).map(Self.plannedRow)).split(separator: "\n")
             for (line, text) in zip(lines, sql) {
                 output.line(String(line))
@@ -92,6 +98,7 @@ extension Commands {
                            guard case .migration(let migration) = step.step,
                                  case .object(var pairs) = Self.json(step) else { return Self.json(step) }
                            pairs.append(("format", .string(migration.format.rawValue)))
+                           pairs.append(("repeatable", .bool(migration.repeatable)))
                            if let section {
                                pairs.append(("upSection", .array([.optional(section.startLine), .optional(section.endLine)])))
                            }

@@ -49,7 +49,7 @@ struct Commands {
     /// The database `--database` or the manifest names, checked by its backend (exit 2 for a name at which no
     /// durable database would be kept).
     func target(_ manifest: Manifest?) throws -> any DatabaseTarget {
-        try DatabaseTargets.target(option: invocation.value("database"), manifest: manifest,
+        try DatabaseTargets.target(option: invocation.value("database"), manifest: manifest, direct: invocation.value("direct-database"),
                                    environment: ProcessInfo.processInfo.environment)
     }
 

@@ -18,6 +18,7 @@ enum Completion {
         "manifest": .path,
         "database": .path,
         "through": .path,
+        "from": .words(ForeignTool.allCases.map(\.rawValue)),
         "format": .words(Invocation.formats),
         "backend": .words(DatabaseBackend.allCases.map(\.rawValue)),
         "context": .free,
@@ -27,6 +28,7 @@ enum Completion {
         "lock-retries": .free,
         "statement-timeout": .free,
         "wait": .free,
+        "direct-database": .free,
     ]
 
     /// What to offer for each command's positional argument (commands without one are absent).

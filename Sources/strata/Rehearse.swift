@@ -19,6 +19,10 @@ extension Commands {
         }
         let signals = StopSignals(command: "rehearse")
         options.cancellation = signals.cancellation
+        // What the rehearsal stands for: a migrate, or with --rollback-steps/--rollback-to, a rollback.
+        let run = options.rollback == nil ? "migrate" : "rollback"
+        let wouldApply = options.rollback == nil ? "would apply" : "would undo"
+        let into = options.rollback == nil ? "to" : "in"
         let database: any MigrationDatabase
         do {
             let timeout = try timeout
@@ -69,7 +73,7 @@ extension Commands {
                     : "Rehearsed \(report.stage):")
         let width = report.steps.map(\.id.count).max() ?? 0
         for step in report.steps {
-            output.line(Self.rehearsedLines(step, width: width))
+            output.line(Self.rehearsedLines(step, width: width, undoing: options.rollback != nil))
             if step.outcome == .failed, let failure = report.failure { output.line("      \(failure)") }
         }
         if let room = report.room { output.line("room: \(room)") }
@@ -100,7 +104,7 @@ extension Commands {
         }
         if let backup = report.backup, backup.outcome == .wouldFail {
             if let failure = report.failure { output.error("strata rehearse: \(failure)") }
-            output.error("strata rehearse: migrate would fail before its first step: \(backup.note). Nothing was changed.")
+            output.error("strata rehearse: \(run) would fail before its first step: \(backup.note). Nothing was changed.")
             return ExitCode.stepFailed
         }
         let backupNotKnown = report.backup.flatMap { $0.outcome == .notKnown ? $0.note : nil }
@@ -121,20 +125,20 @@ extension Commands {
                     why.append(reason)
                 }
                 if let backupNotKnown { why.append("and before it, \(backupNotKnown)") }
-                output.error("  whether migrate would fail at \(failure.id) is not known: \(why.joined(separator: "; ")). Nothing was changed.")
+                output.error("  whether \(run) would fail at \(failure.id) is not known: \(why.joined(separator: "; ")). Nothing was changed.")
                 return ExitCode.notKnown
             }
             let first = backupNotKnown.map { " (unless its backup fails first: \($0))" } ?? ""
-            output.error("  migrate would fail at \(failure.id)\(first): it would apply \(counted(applied, "step")) before it and stop there\(untried). Nothing was changed.")
+            output.error("  \(run) would fail at \(failure.id)\(first): it \(wouldApply) \(counted(applied, "step")) before it and stop there\(untried). Nothing was changed.")
             return ExitCode.stepFailed
         }
         if !report.successNotKnown.isEmpty || backupNotKnown != nil {
             let why = (report.successNotKnown.isEmpty ? [] : [Self.whySuccessNotKnown(report)]) + (backupNotKnown.map { [$0] } ?? [])
-            output.error("strata rehearse: every rehearsed step ran, but whether migrate would succeed is not known: \(why.joined(separator: "; ")). Nothing was changed.")
+            output.error("strata rehearse: every rehearsed step ran, but whether \(run) would succeed is not known: \(why.joined(separator: "; ")). Nothing was changed.")
             return ExitCode.notKnown
         }
         if !report.steps.isEmpty {
-            output.line("migrate would apply \(counted(applied, "step")) to \(path)\(untried). Nothing was changed.")
+            output.line("\(run) \(wouldApply) \(counted(applied, "step")) \(into) \(path)\(untried). Nothing was changed.")
         }
         return ExitCode.success
     }
@@ -164,8 +168,9 @@ extension Commands {
     }
 
     /// `  applied  migration  005_x.sql  3 ms`, then a line per table changed and per lock taken.
-    static func rehearsedLines(_ step: RehearsedStep, width: Int) -> String {
-        var line = "  " + step.outcome.rawValue.padded(to: 14) + step.kind.rawValue.padded(to: 11)
+    static func rehearsedLines(_ step: RehearsedStep, width: Int, undoing: Bool = false) -> String {
+        let outcome = undoing && step.outcome == .applied ? "rolled back" : step.outcome.rawValue
+        var line = "  " + outcome.padded(to: 14) + step.kind.rawValue.padded(to: 11)
             + step.id.padded(to: max(width, step.id.count))
         if let duration = step.durationMs { line += "  " + "\(duration) ms".leftPadded(to: 8) }
         if let rows = step.rowCount { line += "  \(formatCount(rows)) rows loaded" }

@@ -32,6 +32,9 @@ final class CLITests: XCTestCase {
         let help = try runStrata(["--help"], in: dir)
         XCTAssertEqual(help.status, 0)
         XCTAssertTrue(help.stdout.contains("migrate"))
+        // The first line says what Strata is; the man page's description is written from this help by help2man.
+        XCTAssertEqual(help.stdout.split(separator: "\n").first.map(String.init),
+                       "strata \(Strata.version) — describe a SQLite or PostgreSQL database in plain files and bring it up to date.")
         var result = try runStrata(["frobnicate"], in: dir)
         XCTAssertEqual(result.status, 2)
         XCTAssertTrue(result.stderr.contains("unknown command 'frobnicate'"))

@@ -780,9 +780,10 @@ extension ManifestTests {
             """)
     }
 
-    func testTheReadmesPerBackendExampleLoadsAsItSays() throws {
-        let readme = try String(contentsOf: repositoryRoot().appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try XCTUnwrap(readme.range(of: "### Per-backend migrations"), "README.md lost its per-backend section")
+    func testTheManualsPerBackendExampleLoadsAsItSays() throws {
+        let article = "Sources/Strata/Strata.docc/ManifestReference.md"
+        let readme = try String(contentsOf: repositoryRoot().appendingPathComponent(article), encoding: .utf8)
+        let section = try XCTUnwrap(readme.range(of: "\n## Per-backend migrations\n"), "\(article) lost its per-backend section")
         let start = try XCTUnwrap(readme.range(of: "```xml\n", range: section.upperBound..<readme.endIndex))
         let end = try XCTUnwrap(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
         let xml = String(readme[start.upperBound..<end.lowerBound])
@@ -791,7 +792,7 @@ extension ManifestTests {
         let manifest = try load(xml)
         XCTAssertEqual(manifest.plan(for: .sqlite).map(\.id), ["001_create.sql", "002_vacuum.sql", "003_add_genres.sql", "genres.csv"])
         XCTAssertEqual(manifest.plan(for: .postgresql).map(\.id), ["001_create.sql", "003_add_genres.sql", "genres.csv"])
-        XCTAssertEqual(manifest.migrations.count, 4, "ok: 4 migrations (SQLite 3, PostgreSQL 2), as the README counts")
+        XCTAssertEqual(manifest.migrations.count, 4, "ok: 4 migrations (SQLite 3, PostgreSQL 2), as the manual counts")
         XCTAssertEqual(manifest.validatedBackends, [.sqlite, .postgresql])
         XCTAssertEqual(manifest.databaseSchema, "library")
         let refused = try problems(xml.replacingOccurrences(of: #"after="003_add_genres.sql""#, with: #"after="002_vacuum.sql""#))

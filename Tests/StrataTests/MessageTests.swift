@@ -36,11 +36,10 @@ final class MessageTests: XCTestCase {
         XCTAssertEqual(created.status, 0, created.stderr)
         let path = project.root.appendingPathComponent("sql/001_add_things.sql").path
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        XCTAssertTrue(text.contains(#"see "How migrations run" in Strata's README"#), text)
-        let readme = try String(contentsOf: repositoryRoot().appendingPathComponent("README.md"), encoding: .utf8)
-        let manual = (try? FileManager.default.subpathsOfDirectory(atPath: repositoryRoot().path))?
-            .contains { $0.contains("HowMigrationsRun") && !$0.hasPrefix(".build") } ?? false
-        XCTAssertTrue(readme.contains("\n## How migrations run\n") || manual, "the section the header names exists")
+        XCTAssertTrue(text.contains("see the manual's How Migrations Run article"), text)
+        let article = repositoryRoot().appendingPathComponent("Sources/Strata/Strata.docc/HowMigrationsRun.md").path
+        let heading = try String(contentsOfFile: article, encoding: .utf8).split(separator: "\n").first.map(String.init) ?? ""
+        XCTAssertEqual(heading, "# How Migrations Run", "the article the header names exists")
     }
 
     /// A history in a schema outside the role's `search_path` is Strata's all the same: `schema` and `diff` leave

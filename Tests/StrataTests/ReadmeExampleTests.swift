@@ -2,17 +2,21 @@ import Foundation
 import Strata
 import XCTest
 
-/// Every ```swift block of README.md, compiled as written and run in a fresh copy of the example project.
+/// Every ```swift block of README.md and of the manual's articles (`Sources/Strata/Strata.docc/*.md`), compiled as
+/// written and run in a fresh copy of the example project.
 ///
 /// A block is a complete program: it becomes, byte for byte, the `main.swift` of one executable target of a
 /// package generated in `.build/readme-examples/` that depends on this repository by path. The package is kept
 /// between runs, so a later run rebuilds only the blocks that changed. Each program runs in a temporary copy of
 /// `manifests/`, `sql/` and `csv/` in which `strata migrate --manifest manifests/example.xml` has built
-/// `library.sqlite`: the state the README's Quick start leaves a reader in.
+/// `library.sqlite`: the state the README's first command leaves a reader in.
 final class ReadmeExampleTests: XCTestCase {
     func testEverySwiftBlockInTheReadmeCompilesAndRuns() throws {
         let examples = try ReadmeExamples()
-        XCTAssertFalse(examples.blocks.isEmpty, "README.md holds no swift block: the library's examples are gone")
+        XCTAssertFalse(examples.blocks.isEmpty, "README.md and the manual hold no swift block: the library's examples are gone")
+        XCTAssertTrue(examples.blocks.contains { $0.file == "README.md" }, "README.md holds no swift block")
+        XCTAssertTrue(examples.blocks.contains { $0.file.hasPrefix(ReadmeExamples.manualDirectory) },
+                      "the manual's articles hold no swift block: are they still in \(ReadmeExamples.manualDirectory)?")
         let notCompiling = try examples.build(examples.blocks)
         for block in examples.blocks {
             if let output = notCompiling[block.target] {
@@ -30,7 +34,7 @@ final class ReadmeExampleTests: XCTestCase {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(
             examples.blocks.first { $0.code.contains("ModelStore(database: db, manifest: manifest)") },
-            "README.md no longer holds the ModelStore example")
+            "neither README.md nor the manual holds the ModelStore example")
         if let output = try examples.build([block])[block.target] {
             return XCTFail("\(block) does not compile as written:\n\(output)")
         }
@@ -45,7 +49,7 @@ final class ReadmeExampleTests: XCTestCase {
     func testTheBackupExampleTakesABackupBeforeTheMigrationAndRestoresIt() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("Database.restore(backup: backup.path") },
-                                  "README.md no longer holds the backup example")
+                                  "neither README.md nor the manual holds the backup example")
         if let output = try examples.build([block])[block.target] {
             return XCTFail("\(block) does not compile as written:\n\(output)")
         }
@@ -62,7 +66,7 @@ final class ReadmeExampleTests: XCTestCase {
     func testTheRelationshipExampleSavesAndEditsAGraph() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains(#"<hasMany property="messages""#) },
-                                  "README.md no longer holds the relationship example")
+                                  "neither README.md nor the manual holds the relationship example")
         if let output = try examples.build([block])[block.target] {
             return XCTFail("\(block) does not compile as written:\n\(output)")
         }
@@ -74,7 +78,7 @@ final class ReadmeExampleTests: XCTestCase {
     func testTheRehearsalExampleReportsTheStepAndLeavesTheDatabaseAsItWas() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("try migrator.rehearse()") },
-                                  "README.md no longer holds the rehearsal example")
+                                  "neither README.md nor the manual holds the rehearsal example")
         if let output = try examples.build([block])[block.target] {
             return XCTFail("\(block) does not compile as written:\n\(output)")
         }
@@ -94,7 +98,7 @@ final class ReadmeExampleTests: XCTestCase {
     func testTheSchemaDifferenceExampleListsWhatTheRolledBackMigrationWouldChange() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("struct Rehearsed: Error") },
-                                  "README.md no longer holds the schema difference example")
+                                  "neither README.md nor the manual holds the schema difference example")
         if let output = try examples.build([block])[block.target] {
             return XCTFail("\(block) does not compile as written:\n\(output)")
         }
@@ -114,7 +118,7 @@ final class ReadmeExampleTests: XCTestCase {
     func testTheCodeStepExampleBackfillsSlugsOnceAfterItsFile() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains(#"migrator.register("backfill_slugs")"#) },
-                                  "README.md no longer holds the code step example")
+                                  "neither README.md nor the manual holds the code step example")
         if let output = try examples.build([block])[block.target] {
             return XCTFail("\(block) does not compile as written:\n\(output)")
         }
@@ -132,7 +136,7 @@ final class ReadmeExampleTests: XCTestCase {
     func testTheLaunchExampleMigratesItsOwnDatabaseOnceFromItsBundle() throws {
         let examples = try ReadmeExamples()
         let block = try XCTUnwrap(examples.blocks.first { $0.code.contains("Strata.migrate(manifest:") },
-                                  "README.md no longer holds the launch example")
+                                  "neither README.md nor the manual holds the launch example")
         XCTAssertTrue(block.bundlesResources)
         if let output = try examples.build([block])[block.target] {
             return XCTFail("\(block) does not compile as written:\n\(output)")
@@ -174,9 +178,12 @@ final class ReadmeExampleTests: XCTestCase {
     }
 }
 
-/// One ```swift block of README.md.
+/// One ```swift block of README.md or of one of the manual's articles.
 struct ReadmeBlock: CustomStringConvertible {
-    /// The README line of the opening fence.
+    /// The file that holds the block, relative to the repository's root (`README.md`,
+    /// `Sources/Strata/Strata.docc/Pools.md`).
+    let file: String
+    /// The file's line of the opening fence.
     let line: Int
     let code: String
     /// The executable target the block becomes.
@@ -194,24 +201,37 @@ struct ReadmeBlock: CustomStringConvertible {
            let statement = lines.first(where: { !$0.hasPrefix("import ") }) {
             shown += " … \"\(statement)\""
         }
-        return "the swift block at README.md:\(line) (\(shown))"
+        return "the swift block at \(file):\(line) (\(shown))"
     }
 }
 
-/// The README's swift blocks, the package that builds them, and runs of the built programs.
+/// The swift blocks of README.md and the manual, the package that builds them, and runs of the built programs.
 struct ReadmeExamples {
     let root = repositoryRoot()
     let blocks: [ReadmeBlock]
     var packageDirectory: URL { root.appendingPathComponent(".build/readme-examples", isDirectory: true) }
 
+    /// The DocC catalog whose articles are the manual, relative to the repository's root.
+    static let manualDirectory = "Sources/Strata/Strata.docc"
+
+    /// README.md first, then the manual's articles in the order of their file names; blocks are numbered across
+    /// all of them, so each has a target of its own.
     init() throws {
-        let readme = try String(contentsOf: repositoryRoot().appendingPathComponent("README.md"), encoding: .utf8)
-        blocks = try Self.swiftBlocks(in: readme)
+        let root = repositoryRoot()
+        let articles = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(Self.manualDirectory).path)
+            .filter { $0.hasSuffix(".md") }.sorted().map { "\(Self.manualDirectory)/\($0)" }
+        var blocks: [ReadmeBlock] = []
+        for file in ["README.md"] + articles {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            blocks += try Self.swiftBlocks(in: text, file: file, numberedFrom: blocks.count + 1)
+        }
+        self.blocks = blocks
     }
 
     /// The fenced code blocks whose info string is `swift`, as CommonMark reads fences: a run of three or more
     /// backticks or tildes, indented at most three spaces, closed by a run of the same character at least as long.
-    static func swiftBlocks(in markdown: String) throws -> [ReadmeBlock] {
+    /// Their targets are numbered from `first`.
+    static func swiftBlocks(in markdown: String, file: String = "README.md", numberedFrom first: Int = 1) throws -> [ReadmeBlock] {
         var blocks: [ReadmeBlock] = []
         var open: (line: Int, marker: Character, length: Int, indent: Int, isSwift: Bool)?
         var code: [Substring] = []
@@ -224,8 +244,8 @@ struct ReadmeExamples {
                 let run = rest.prefix { $0 == fence.marker }
                 if indent <= 3, run.count >= fence.length, rest.dropFirst(run.count).allSatisfy({ $0 == " " }) {
                     if fence.isSwift {
-                        blocks.append(ReadmeBlock(line: fence.line, code: code.joined(separator: "\n") + "\n",
-                                                  target: String(format: "example%02d", blocks.count + 1)))
+                        blocks.append(ReadmeBlock(file: file, line: fence.line, code: code.joined(separator: "\n") + "\n",
+                                                  target: String(format: "example%02d", first + blocks.count)))
                     }
                     open = nil
                 } else {
@@ -243,7 +263,7 @@ struct ReadmeExamples {
             code = []
         }
         if let fence = open, fence.isSwift {
-            throw ReadmeError("README.md:\(fence.line): a swift block is never closed")
+            throw ReadmeError("\(file):\(fence.line): a swift block is never closed")
         }
         return blocks
     }
@@ -315,7 +335,7 @@ struct ReadmeExamples {
         }
         return """
             // swift-tools-version:6.0
-            // Generated by Tests/StrataTests/ReadmeExampleTests.swift from README.md's swift blocks; do not edit.
+            // Generated by Tests/StrataTests/ReadmeExampleTests.swift from the swift blocks of README.md and the manual; do not edit.
             import PackageDescription
 
             let package = Package(

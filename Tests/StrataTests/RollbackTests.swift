@@ -104,6 +104,7 @@ final class RollbackTests: XCTestCase {
             XCTAssertNil(try project.migrator().migrate().failure)
             func refused(_ target: RollbackTarget, _ reason: Refusal.Reason, _ text: String, _ context: String) throws {
                 let before = try state(project)
+                let history = try project.connection().history.all()
                 guard case .refused(let refusals)? = assertThrows(MigrationError.self, { try project.migrator().rollback(target) }) else {
                     return XCTFail("not refused: \(context)")
                 }
@@ -111,6 +112,8 @@ final class RollbackTests: XCTestCase {
                 XCTAssertEqual(try state(project), before, "\(context): nothing ran")
                 let command = try project.strataOnBackend(["rollback"] + (target == .steps(1) ? ["--steps", "1"] : ["--steps", "2"]))
                 XCTAssertEqual(command.status, 3, "\(context): \(command.stderr)")
+                XCTAssertEqual(try state(project), before, "\(context): nothing ran")
+                XCTAssertEqual(try project.connection().history.all(), history, "\(context): history unchanged")
             }
             try refused(.steps(1), .noDown, "005_forever.sql has no down", "no down")
             try project.file("sql/005_forever.sql", "-- migrate:up\nCREATE TABLE audit (id INTEGER);\n-- migrate:down\nDROP TABLE audit;\n")
@@ -183,6 +186,11 @@ final class RollbackTests: XCTestCase {
             let unknown = try project.strataOnBackend(["migrate", "--to", "9_nope.sql"])
             XCTAssertEqual(unknown.status, 2, unknown.stderr)
             XCTAssertTrue(unknown.stderr.contains("9_nope.sql is not a step of"), unknown.stderr)
+            XCTAssertTrue(unknown.stderr.contains("the nearest are 003_admin.sql, 004_title.sql"), "names the nearest: \(unknown.stderr)")
+            XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .applied, .pending, .pending], "nothing ran")
+            let unknownPlan = try project.strataOnBackend(["plan", "--to", "003_admins.sql"])
+            XCTAssertEqual(unknownPlan.status, 2, unknownPlan.stderr)
+            XCTAssertTrue(unknownPlan.stderr.contains("003_admin.sql"), unknownPlan.stderr)
             XCTAssertEqual(try project.strataOnBackend(["migrate", "--to", "003_admin.sql"]).status, 0)
             XCTAssertEqual(try project.migrator().status().map(\.state), [.applied, .applied, .applied, .applied, .pending])
         }

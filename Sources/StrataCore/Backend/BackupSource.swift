@@ -22,6 +22,7 @@ public protocol BackupSource {
 }
 
 extension BackupSource {
+    /// The database's size in bytes, to judge whether a backup fits; nil (the default) where the backend cannot tell.
     public var backupByteCount: Int64? { nil }
 
     /// Writes one committed state of the database into `path`, checked and synced (`writeBackup(to:checkingFirst:)`

@@ -2,7 +2,9 @@
 /// a database's dialect says which it is (`SQLDialect.backend`), and its plan holds the unmarked migrations and
 /// those marked for it (`Manifest.plan(for:)`).
 public enum DatabaseBackend: String, Sendable, CaseIterable, Codable {
+    /// SQLite: a database file, or one in memory.
     case sqlite
+    /// PostgreSQL: a server named by a `postgresql://` URL.
     case postgresql
 
     /// The name for messages: "SQLite", "PostgreSQL".

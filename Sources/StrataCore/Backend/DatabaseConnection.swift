@@ -61,6 +61,7 @@ public struct ColumnLinks: Sendable, Equatable {
     /// by the column without touching rows whose value merely compares equal.
     public let comparesExactly: Bool
 
+    /// Creates the links of a column as the catalog describes them.
     public init(hasForeignKey: Bool, isIndexed: Bool, comparesExactly: Bool = true) {
         self.hasForeignKey = hasForeignKey
         self.isIndexed = isIndexed
@@ -79,10 +80,13 @@ extension DatabaseConnection {
 
 /// A table column as the live database declares it.
 public struct ColumnInfo: Sendable, Equatable {
+    /// The column's name as the table declares it.
     public let name: String
+    /// The column's type as declared (empty where SQLite's column has none).
     public let declaredType: String
     /// How the database classifies the declared type (SQLite's affinity), which decides how seeds convert text.
     public let affinity: Affinity
+    /// Whether the column is declared NOT NULL.
     public let isNotNull: Bool
     /// The default as SQL text, or nil when the column has none.
     public let defaultSQL: String?
@@ -94,6 +98,7 @@ public struct ColumnInfo: Sendable, Equatable {
     /// The type values are stored as, which writes must fit: the declared type, or a PostgreSQL domain's base type.
     public let storageType: String
 
+    /// Creates a column description, as a backend reads it from its catalog.
     public init(name: String, declaredType: String, affinity: Affinity, isNotNull: Bool, defaultSQL: String?,
                 primaryKeyPosition: Int, isGenerated: Bool = false, storageType: String? = nil) {
         self.name = name
@@ -110,6 +115,7 @@ public struct ColumnInfo: Sendable, Equatable {
 /// The class of values a declared column type holds, as a dialect classifies it (`SQLDialect.affinity(of:)`);
 /// the names are SQLite's type affinities.
 public enum Affinity: String, Sendable, Equatable {
+    /// One of SQLite's five type affinities.
     case integer, real, numeric, text, blob
 }
 

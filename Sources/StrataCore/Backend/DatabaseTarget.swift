@@ -22,11 +22,14 @@ public protocol DatabaseTarget {
 
 /// A database name its backend refuses, with the reason and what to give instead.
 public struct DatabaseLocationError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong with the name and what to give instead.
     public let message: String
 
+    /// Creates the error from its message.
     public init(_ message: String) {
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }

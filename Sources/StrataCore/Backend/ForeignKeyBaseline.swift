@@ -8,13 +8,16 @@ public protocol ForeignKeyBaseline: AnyObject {
 
 /// One foreign key violation: the row (where the database can name it) and the parent it should refer to.
 public struct ForeignKeyViolation: Sendable, Hashable, CustomStringConvertible {
+    /// The table holding the violating row.
     public let table: String
     /// The row's id, or nil where the table has none (SQLite's WITHOUT ROWID tables).
     public let rowid: Int64?
+    /// The table the row's foreign key refers to.
     public let parent: String
     /// Which of the table's foreign keys.
     public let constraint: Int
 
+    /// Creates a violation as the database reported it.
     public init(table: String, rowid: Int64?, parent: String, constraint: Int) {
         self.table = table
         self.rowid = rowid
@@ -22,6 +25,7 @@ public struct ForeignKeyViolation: Sendable, Hashable, CustomStringConvertible {
         self.constraint = constraint
     }
 
+    /// The table, the row where known, and the parent it should refer to, for messages.
     public var description: String {
         "\(table) row \(rowid.map(String.init) ?? "(without rowid)") references a missing row in \(parent)"
     }

@@ -60,6 +60,10 @@ public protocol MigrationDatabase: DatabaseConnection {
     /// Why `MigrationOptions.backup` cannot be honoured on this database, and what to use instead: the refusal's
     /// message on a backend that is no `BackupSource`.
     var backupUnavailableReason: String { get }
+    /// Why the `transaction="none"` migration `id` (nil: any) cannot run on this connection, nil when it can: the
+    /// planner refuses a plan holding one before anything runs (reason `pooler`). PostgreSQL through a connection
+    /// pooler with no direct connection given: the step's claim needs a server session of its own while it runs.
+    func noneStepRefusal(id: String?) -> String?
 }
 
 extension MigrationDatabase {
@@ -70,12 +74,16 @@ extension MigrationDatabase {
     /// SQLite's statements, `VACUUM` included, either complete or leave nothing behind.
     public func unfinishedObjects() throws -> [UnfinishedObject] { [] }
 
+    /// A backend whose connection is its own session runs `transaction="none"` migrations on it.
+    public func noneStepRefusal(id: String?) -> String? { nil }
+
     /// A SQLite database holds one history.
     public func otherHistories() throws -> [OtherHistory] { [] }
 
     /// What `MigrationOptions.backup` copies: the connection itself where its backend can copy its database.
     public var backupSource: (any BackupSource)? { self as? any BackupSource }
 
+    /// Why this connection cannot be backed up, for the refusal of `--backup`.
     public var backupUnavailableReason: String {
         "a backup (--backup, <database backup>) copies a SQLite database file; this \(dialect.backend.displayName) database has no backup Strata takes: back it up with the database's own tools before migrating, and migrate without --backup"
     }
@@ -89,6 +97,7 @@ public struct OtherHistory: Sendable, Equatable {
     /// this connection's role may not read it.
     public let checksums: [String: String]?
 
+    /// Creates the description of another history table.
     public init(location: String, checksums: [String: String]?) {
         self.location = location
         self.checksums = checksums
@@ -102,6 +111,7 @@ public struct StatementLimits: Sendable, Equatable {
     /// How long a statement may run; `.zero`: no limit; nil: the database's own setting.
     public var statementTimeout: Duration?
 
+    /// Creates limits from a lock timeout and a statement timeout.
     public init(lockTimeout: Duration, statementTimeout: Duration?) {
         self.lockTimeout = lockTimeout
         self.statementTimeout = statementTimeout
@@ -110,5 +120,6 @@ public struct StatementLimits: Sendable, Equatable {
 
 /// A connection's state, put back after a step.
 public protocol SessionSnapshot {
+    /// Puts the connection's state back as it was when the snapshot was taken.
     func restore() throws
 }

@@ -12,11 +12,15 @@ public protocol PreparedStatement: AnyObject {
     func bind(_ arguments: StatementArguments) throws
     /// Binds one value; fails for a value the database cannot hold unchanged.
     func bind(_ value: DatabaseValue, at index: Int32) throws
+    /// Binds NULL to the 1-based parameter `index`.
     func bindNull(at index: Int32)
+    /// Binds an integer to the 1-based parameter `index`.
     func bind(int64 value: Int64, at index: Int32)
+    /// Binds a floating-point number to the 1-based parameter `index`.
     func bind(double value: Double, at index: Int32)
     /// Binds UTF-8 text; without `copying`, the bytes must stay valid until the statement has run.
     func bind(text bytes: UnsafeBufferPointer<UInt8>, at index: Int32, copying: Bool)
+    /// Binds bytes to the 1-based parameter `index`; the bytes are copied.
     func bind(blob bytes: UnsafeBufferPointer<UInt8>, at index: Int32)
 
     /// Runs the statement once with its current bindings and resets it, keeping the bindings.
@@ -36,6 +40,7 @@ public protocol PreparedStatement: AnyObject {
 }
 
 extension PreparedStatement {
+    /// Does nothing: a backend that runs the statement before the first step has no work to do here.
     public func start() throws {}
 }
 
@@ -43,11 +48,15 @@ extension PreparedStatement {
 /// steps, resets or is finalized. What the mapper reads each field through, with one call into the backend.
 @frozen
 public enum ColumnValue {
+    /// SQL NULL.
     case null
+    /// A 64-bit integer.
     case integer(Int64)
+    /// A double-precision floating-point number.
     case real(Double)
     /// UTF-8 bytes.
     case text(UnsafeBufferPointer<UInt8>)
+    /// Bytes.
     case blob(UnsafeBufferPointer<UInt8>)
 
     /// The value's storage class.

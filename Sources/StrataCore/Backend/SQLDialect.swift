@@ -53,10 +53,13 @@ extension SQLDialect {
     /// Every seed the manifest can describe loads as it says.
     public func seedRefusal(_ seed: SeedStep) -> String? { nil }
 
+    /// False by default: SQLite's NUMERIC affinity turns decimal text into an approximate REAL.
     public var numericIsExact: Bool { false }
 
+    /// Milliseconds by default.
     public var datePrecision: DatePrecision { .milliseconds }
 
+    /// ISO-8601 text by default.
     public var dateStorage: DateStorage { .iso8601Text }
 
     /// `date` as this database stores it (`dateStorage`, `datePrecision`).
@@ -88,10 +91,14 @@ extension SQLDialect {
 
 /// One problem `SQLDialect.lint` found in a migration's text.
 public struct LintFinding: Sendable, Equatable {
+    /// The 1-based line of the problem in the migration file.
     public let line: Int
+    /// The 1-based column of the problem in its line.
     public let column: Int
+    /// What is wrong and what to write instead.
     public let message: String
 
+    /// Creates a finding at a place in the file.
     public init(line: Int, column: Int, message: String) {
         self.line = line
         self.column = column

@@ -14,6 +14,8 @@ public protocol SeedTarget: AnyObject {
 }
 
 extension SeedTarget {
+    /// The conversion of one CSV column into the table's column: the manifest's `<column>` where it gives one, else
+    /// the dialect's rule for the declared type.
     public func conversion(of column: ColumnInfo, configured: SeedColumn?) throws -> SeedConversion {
         .standard(for: column, configured: configured)
     }
@@ -35,6 +37,7 @@ public protocol SeedSink: AnyObject {
 
 /// Rows a sink's database refused.
 public struct SeedRejection: Error {
+    /// Why the database refused the rows.
     public enum Cause: Sendable {
         /// This row was refused.
         case row
@@ -48,10 +51,12 @@ public struct SeedRejection: Error {
         case duplicateKey(firstLine: Int, columns: [String])
     }
 
+    /// Why the database refused the rows.
     public let cause: Cause
     /// The row's (or the batch's first row's) line and byte offset in the file; with `rowsAfter`, those of a row
     /// before it.
     public let line: Int
+    /// The byte offset in the file of the row at `line`.
     public let offset: Int
     /// How many data rows after the row at `line` the refused row is. A sink that streams rows and hears of a
     /// refusal only later (PostgreSQL's COPY names the row by its number) keeps the place of every thousandth
@@ -59,8 +64,10 @@ public struct SeedRejection: Error {
     public let rowsAfter: Int
     /// The column whose value the database refused, when it named one (a table column's name).
     public let column: String?
+    /// The database's own error.
     public let error: DatabaseError
 
+    /// Creates a rejection from what the database refused and where in the file.
     public init(cause: Cause, line: Int, offset: Int, rowsAfter: Int = 0, column: String? = nil, error: DatabaseError) {
         self.cause = cause
         self.line = line

@@ -47,6 +47,7 @@ public enum RunnerLiveness: Sendable, Equatable {
 
 /// A step's lock, held until released (or the process ends).
 public protocol StepClaim: AnyObject {
+    /// Releases the lock; releasing it twice does nothing.
     func release()
     /// What the `running` record stores so that its runner can be told alive without this lock
     /// (`HistoryRecord.runnerSession`): nil where the lock cannot be lost while the process lives.
@@ -54,5 +55,6 @@ public protocol StepClaim: AnyObject {
 }
 
 extension StepClaim {
+    /// Nil by default: the claim alone tells whether its runner is alive.
     public var runnerSession: String? { nil }
 }

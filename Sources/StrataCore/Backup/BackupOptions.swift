@@ -11,6 +11,7 @@ public struct BackupOptions: Sendable, Equatable {
     /// removed once the new one is in place. Nil keeps every one.
     public var keep: Int?
 
+    /// Creates options writing backups into `directory`, keeping the newest `keep` (nil: every one).
     public init(directory: String, keep: Int? = nil) {
         self.directory = directory
         self.keep = keep

@@ -17,6 +17,7 @@ public struct DatabaseBackup: Sendable, Equatable {
     /// Why older backups beyond `keep` could not be removed (the backup itself is in place; the run goes on).
     public let notRemoved: [String]
 
+    /// Creates the description of a backup that was taken.
     public init(path: String, planID: String, takenAt: String, size: Int, durationMs: Int, createdDirectory: Bool,
                 removed: [String], notRemoved: [String]) {
         self.path = path
@@ -47,13 +48,17 @@ public struct BackupError: Error, Sendable, Equatable, CustomStringConvertible {
         case failed
     }
 
+    /// What kind of failure it was.
     public let kind: Kind
+    /// What went wrong, naming the file or directory.
     public let message: String
 
+    /// Creates the error from its kind and message.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }

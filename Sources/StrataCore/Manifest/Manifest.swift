@@ -233,7 +233,9 @@ public struct MigrationDirectory: Sendable, Equatable {
 
 /// One step of a plan.
 public enum PlanStep: Sendable, Equatable {
+    /// A SQL migration file.
     case migration(MigrationStep)
+    /// A CSV seed set.
     case seed(SeedStep)
     /// Swift code the program registers with `Migrator.register(_:_:)`.
     case code(CodeStep)
@@ -247,6 +249,7 @@ public enum PlanStep: Sendable, Equatable {
         }
     }
 
+    /// Whether the step is a migration or a seed, as its history record says.
     public var kind: StepKind {
         switch self {
         case .migration: .migration
@@ -274,6 +277,7 @@ public enum PlanStep: Sendable, Equatable {
         }
     }
 
+    /// Where the manifest declares the step.
     public var location: SourceLocation {
         switch self {
         case .migration(let step): step.location
@@ -285,6 +289,7 @@ public enum PlanStep: Sendable, Equatable {
 
 /// Whether a step runs SQL, loads CSV or runs the program's Swift code.
 public enum StepKind: String, Sendable, Equatable, Codable {
+    /// A migration (SQL, or Swift code recorded as a migration) or a seed set.
     case migration, seed
     /// A Swift code step. History records it with kind `migration` (see `PlanStep.historyKind`).
     case code
@@ -364,7 +369,6 @@ public struct MigrationStep: Sendable, Equatable {
     }
 }
 
-/// How a seed set's rows meet rows already in the table.
 /// What undoes a migration: SQL that `Migrator.rollback` runs, newest step first, each in its own transaction with
 /// its history change (outside one when it asks to run so, as its up can).
 public struct MigrationDown: Sendable, Equatable {
@@ -377,16 +381,19 @@ public struct MigrationDown: Sendable, Equatable {
         case file(String)
     }
 
+    /// Where the down's SQL comes from.
     public let source: Source
     /// False when the down asks to run outside a transaction (its section's own option, or the migration's).
     public let runsInTransaction: Bool
 
+    /// Creates a down from its source and whether it runs in a transaction.
     public init(source: Source, runsInTransaction: Bool) {
         self.source = source
         self.runsInTransaction = runsInTransaction
     }
 }
 
+/// How a seed set's rows meet rows already in the table: the manifest's `mode` attribute.
 public enum SeedMode: String, Sendable, Equatable, Codable {
     /// Plain INSERT: a conflict is an error naming the row.
     case insert
@@ -410,14 +417,19 @@ public enum SeedChangePolicy: String, Sendable, Equatable, Codable {
 
 /// A CSV seed set.
 public struct SeedStep: Sendable, Equatable {
+    /// The seed's id in the history table: its file path as the manifest gives it.
     public let id: String
+    /// The CSV file's path, resolved against the manifest's directory.
     public let path: String
+    /// The table the rows go into.
     public let table: String
     /// The migration this seed runs right after; nil means after all migrations.
     public let after: String?
+    /// How the rows meet those already in the table.
     public let mode: SeedMode
     /// The key columns for `upsert`, `sync` and `ignore`.
     public let key: [String]
+    /// What happens when the file changes after it was applied.
     public let onChange: SeedChangePolicy
     /// Contexts this seed runs in; empty means always.
     public let contexts: [String]
@@ -427,12 +439,15 @@ public struct SeedStep: Sendable, Equatable {
     public let nullToken: String?
     /// Per-column conversions overriding the table's declared types.
     public let columns: [SeedColumn]
+    /// Where the manifest declares the seed.
     public let location: SourceLocation
 }
 
 /// A typed conversion for one CSV column.
 public struct SeedColumn: Sendable, Equatable {
+    /// The type a CSV column's text is converted to.
     public enum ValueType: String, Sendable, Equatable, Codable {
+        /// One of the types a `<column type>` names.
         case integer, real, text, blob, boolean, date, datetime
     }
 
@@ -444,41 +459,13 @@ public struct SeedColumn: Sendable, Equatable {
         case unix
     }
 
+    /// The CSV column's name (its header).
     public let name: String
+    /// The type its text converts to; nil: the table column's declared type decides.
     public let type: ValueType?
     /// For blobs: `hex` or `base64` (default: `\x…` is hex, anything else base64).
     /// For dates and datetimes: `iso8601` (default) or `unix` when the CSV holds unix seconds.
     public let format: String?
+    /// How dates and datetimes are written into the table.
     public let storage: DateStorage
-}
-
-/// How a Swift type maps onto a table; anything not stated follows the default naming rules.
-public struct ModelMapping: Sendable, Equatable {
-    public let typeName: String
-    public let table: String?
-    public let primaryKey: [String]
-    /// Property name to column name.
-    public let columns: [String: String]
-    /// Properties whose dates are stored otherwise than the database's `dateStorage`, by property name.
-    public let dateStorage: [String: DateStorage]
-    /// Properties that hold other models' rows (`<hasMany>`, `<belongsTo>`).
-    public let relationships: [Relationship]
-    public let location: SourceLocation?
-
-    public init(typeName: String, table: String? = nil, primaryKey: [String] = [], columns: [String: String] = [:],
-                dateStorage: [String: DateStorage] = [:], relationships: [Relationship] = [],
-                location: SourceLocation? = nil) {
-        self.typeName = typeName
-        self.table = table
-        self.primaryKey = primaryKey
-        self.columns = columns
-        self.dateStorage = dateStorage
-        self.relationships = relationships
-        self.location = location
-    }
-
-    /// The relationship a property holds, if it is one.
-    public func relationship(_ property: String) -> Relationship? {
-        relationships.first { $0.property == property }
-    }
 }

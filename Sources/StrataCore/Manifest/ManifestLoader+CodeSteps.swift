@@ -15,6 +15,11 @@ extension ManifestLoader {
             problem(element, "code step '\(name)': after=\"\(after)\" names no migration of this <migrations> (\(known)); a code step follows a file of the <migrations> it is in")
             return
         }
+        // A repeatable migration runs after every versioned one, and again whenever it changes: nothing runs once after it.
+        if targets.contains(where: \.repeatable) {
+            problem(element, "code step '\(name)': after=\"\(after)\" names a repeatable migration, which runs after the versioned ones and again whenever it changes; place the code step after a versioned migration")
+            return
+        }
         let backends: Set<DatabaseBackend>? = targets.contains { $0.backends == nil } ? nil
             : targets.reduce(into: Set<DatabaseBackend>()) { $0.formUnion($1.backends ?? []) }
         codeSteps.append(CodeStep(name: name, after: after, version: version, location: element.location,

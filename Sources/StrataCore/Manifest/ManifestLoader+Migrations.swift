@@ -12,6 +12,8 @@ extension ManifestLoader {
         if let relative = element.attribute("directory") {
             directory = readMigrationDirectory(relative, element, context, format: directoryFormat,
                                                backend: directoryBackend, into: &found)
+            // `<migrations repeatable="true">`: every file of the directory is repeatable (a listed one may say otherwise).
+            if element.attribute("repeatable") == "true" { found = found.mapValues { $0.with(repeatable: true) } }
         }
         let transactionAttribute = readListedMigrations(element, context, directory: directory,
                                                         format: directoryFormat, backend: directoryBackend, into: &found)
@@ -51,7 +53,8 @@ extension ManifestLoader {
                                             enforcesForeignKeys: (child.attribute("foreignKeys") ?? element.attribute("foreignKeys")) == "on",
                                             location: child.location,
                                             format: child.attribute("format").flatMap(MigrationFormat.init(rawValue:)) ?? directoryFormat,
-                                            backends: (backend ?? directoryBackend).map { [$0] })
+                                            backends: (backend ?? directoryBackend).map { [$0] },
+                                            repeatable: (child.attribute("repeatable") ?? element.attribute("repeatable")) == "true")
             transactionAttribute[resolved] = child.attribute("transaction")
         }
         return transactionAttribute
@@ -79,8 +82,21 @@ extension ManifestLoader {
             problems.append(ManifestProblem(step.location,
                 "migration '\(step.id)' says transaction=\"file\", but the file itself asks to run outside a transaction (\(step.format.rawValue)); remove one of the two"))
         }
+        // A repeatable file is applied again over what it applied before: only all or nothing keeps that safe.
+        if step.repeatable && !(step.runsInTransaction && section.runsInTransaction) {
+            problems.append(ManifestProblem(step.location,
+                "migration '\(step.id)' is repeatable and asks to run outside a transaction; a repeatable migration is applied again whenever it changes, so it must run in one transaction: remove transaction=\"none\" (or the file's own no-transaction option), or make it a versioned migration"))
+        }
         return MigrationStep(id: step.id, path: step.path, runsInTransaction: step.runsInTransaction && section.runsInTransaction,
                              enforcesForeignKeys: step.enforcesForeignKeys, location: step.location, format: step.format,
                              backends: step.backends, down: down, repeatable: step.repeatable)
+    }
+}
+
+extension MigrationStep {
+    /// The same step, repeatable or not.
+    func with(repeatable: Bool) -> MigrationStep {
+        MigrationStep(id: id, path: path, runsInTransaction: runsInTransaction, enforcesForeignKeys: enforcesForeignKeys,
+                      location: location, format: format, backends: backends, down: down, repeatable: repeatable)
     }
 }

@@ -35,6 +35,9 @@ enum ManifestSchema {
           <xs:enumeration value="dbmate"/>
         </xs:restriction>
       </xs:simpleType>
+      <xs:simpleType name="trueFalse">
+        <xs:restriction base="xs:string"><xs:enumeration value="true"/><xs:enumeration value="false"/></xs:restriction>
+      </xs:simpleType>
       <xs:simpleType name="backend">
         <xs:annotation><xs:documentation>
           One backend whose plan holds the migrations (DatabaseBackend's raw values). A single value: without the
@@ -79,6 +82,7 @@ enum ManifestSchema {
                       <xs:attribute name="foreignKeys" type="onOff"/>
                       <xs:attribute name="format" type="migrationFormat"/>
                       <xs:attribute name="backend" type="backend"/>
+                      <xs:attribute name="repeatable" type="trueFalse"/>
                     </xs:complexType>
                   </xs:element>
                   <xs:element name="code">
@@ -97,6 +101,7 @@ enum ManifestSchema {
                 <xs:attribute name="foreignKeys" type="onOff"/>
                 <xs:attribute name="format" type="migrationFormat"/>
                 <xs:attribute name="backend" type="backend"/>
+                <xs:attribute name="repeatable" type="trueFalse"/>
               </xs:complexType>
             </xs:element>
             <xs:element name="seeds">

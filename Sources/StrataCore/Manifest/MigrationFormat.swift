@@ -46,9 +46,12 @@ public struct MigrationSection: Sendable, Equatable {
 /// A migration file whose sections cannot be followed: a marker in a file declared `plain`, a missing or repeated
 /// up marker, SQL before it, an unknown annotation or option. `line` is the file's 1-based line.
 public struct MigrationFormatError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The 1-based line of the file where the problem is.
     public let line: Int
+    /// What is wrong and what was expected.
     public let message: String
 
+    /// The line and the message.
     public var description: String { "line \(line): \(message)" }
 }
 

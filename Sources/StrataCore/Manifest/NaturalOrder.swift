@@ -1,6 +1,7 @@
 /// Natural ordering of file names: runs of digits compare as numbers (`2_x.sql` before `10_x.sql`),
 /// everything else byte by byte, and names equal under that rule (`01_a` and `1_a`) fall back to plain bytes.
 public enum NaturalOrder {
+    /// Whether `lhs` sorts before `rhs` in natural order; usable as `sorted(by:)`'s predicate.
     public static func areInIncreasingOrder(_ lhs: String, _ rhs: String) -> Bool {
         let a = Array(lhs.utf8)
         let b = Array(rhs.utf8)

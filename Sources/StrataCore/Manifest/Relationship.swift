@@ -10,6 +10,7 @@
 /// </model>
 /// ```
 public struct Relationship: Sendable, Equatable {
+    /// Which side of the foreign key the property is on.
     public enum Kind: String, Sendable, Equatable {
         /// The property is an array of `model` rows whose `foreignKey` column holds this row's key.
         case hasMany
@@ -29,11 +30,15 @@ public struct Relationship: Sendable, Equatable {
 
     /// One `orderBy` term: a column of the child table, ascending unless `descending`.
     public struct Order: Sendable, Equatable {
+        /// The child table's column.
         public let column: String
+        /// Whether the order is descending.
         public let descending: Bool
     }
 
+    /// Whether the property holds many children or one parent.
     public let kind: Kind
+    /// The Swift property holding the related rows.
     public let property: String
     /// The `<model type="…">` the property holds.
     public let model: String
@@ -42,9 +47,12 @@ public struct Relationship: Sendable, Equatable {
     public let foreignKey: String
     /// `hasMany`: the children's order in the array (after it, their primary key keeps the order stable).
     public let orderBy: [Order]
+    /// What saving does to a child that is no longer in the array.
     public let onRemove: OnRemove
+    /// Where the manifest declares the relationship; nil for one made in code.
     public let location: SourceLocation?
 
+    /// Creates a relationship, as a `<hasMany>` or `<belongsTo>` element declares one.
     public init(kind: Kind, property: String, model: String, foreignKey: String, orderBy: [Order] = [],
                 onRemove: OnRemove = .keep, location: SourceLocation? = nil) {
         self.kind = kind

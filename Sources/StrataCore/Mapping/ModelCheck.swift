@@ -6,6 +6,7 @@ import Foundation
 
 /// One way a Swift type and its table disagree.
 public struct ModelMismatch: Sendable, Equatable, CustomStringConvertible {
+    /// What disagrees.
     public enum Kind: String, Sendable, Equatable {
         /// The table does not exist.
         case missingTable
@@ -22,12 +23,18 @@ public struct ModelMismatch: Sendable, Equatable, CustomStringConvertible {
         case relationship
     }
 
+    /// What disagrees.
     public let kind: Kind
+    /// The Swift type.
     public let typeName: String
+    /// The property, where one is at fault.
     public let property: String?
+    /// The column, where one is at fault.
     public let column: String?
+    /// What disagrees and how to settle it.
     public let message: String
 
+    /// The type, then the message.
     public var description: String {
         "\(typeName)\(property.map { "." + $0 } ?? "")\(column.map { " (column '\($0)')" } ?? ""): \(message)"
     }

@@ -7,8 +7,11 @@
 ///   (`publishedOn` → `published_on`);
 /// - primary key: the manifest's `primaryKey`, else the table's declared primary key.
 public struct ModelLayout: Sendable, Equatable {
+    /// The Swift type's name.
     public let typeName: String
+    /// The table the type's rows live in.
     public let table: String
+    /// The primary key columns, in key order.
     public let primaryKey: [String]
     /// The table's columns as declared; empty when the table does not exist.
     public let columns: [ColumnInfo]

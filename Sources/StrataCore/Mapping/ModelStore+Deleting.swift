@@ -8,6 +8,8 @@ extension ModelStore {
         try delete(row: try encode(value), layout: try layout(of: T.self))
     }
 
+    /// Deletes the row of `value` (found by its primary key) and what its relationships remove with it; returns
+    /// whether a row was deleted.
     @discardableResult
     public func delete<T>(_ value: T) throws -> Bool {
         try delete(row: try mirrorRow(value, typeName: Self.typeName(T.self)), layout: try layout(of: T.self))
@@ -23,6 +25,7 @@ extension ModelStore {
         return try delete(T.self, key: [layout.primaryKey[0]: key])
     }
 
+    /// Deletes the row of `type` with the primary key `key`; returns whether a row was deleted.
     @discardableResult
     public func delete<T>(_ type: T.Type, key: [String: any DatabaseValueConvertible]) throws -> Bool {
         try delete(layout: try layout(of: T.self), key: key)
@@ -34,6 +37,7 @@ extension ModelStore {
         try deleteAll(layout: try layout(of: T.self), condition: nil, .none)
     }
 
+    /// Deletes every row of `type` matching the SQL `condition` with its arguments; returns how many were deleted.
     @discardableResult
     public func deleteAll<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments) throws -> Int {
         try deleteAll(layout: try layout(of: T.self), condition: condition, arguments)

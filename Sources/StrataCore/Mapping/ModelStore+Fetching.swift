@@ -134,11 +134,13 @@ extension ModelStore {
                             arguments).first
     }
 
+    /// The number of rows in `type`'s table.
     public func count<T>(_ type: T.Type) throws -> Int {
         let layout = try layout(of: T.self)
         return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table))", .none, as: Int.self) ?? 0
     }
 
+    /// The number of rows in `type`'s table matching the SQL `condition` with its arguments.
     public func count<T>(_ type: T.Type, where condition: String, _ arguments: StatementArguments) throws -> Int {
         let layout = try layout(of: T.self)
         return try database.scalar("SELECT count(*) FROM \(quoteIdentifier(layout.table)) WHERE \(condition)",

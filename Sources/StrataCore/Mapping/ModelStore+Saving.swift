@@ -8,6 +8,7 @@ extension ModelStore {
         try update(row: try encode(value), layout: layout)
     }
 
+    /// Updates the existing row of `value` (found by its primary key); fails when there is none.
     public func update<T>(_ value: T) throws {
         let layout = try layout(of: T.self)
         if writesGraph(layout) { _ = try writeGraph(value, layout: layout, .update); return }
@@ -22,6 +23,7 @@ extension ModelStore {
         try save(row: try encode(value), layout: layout)
     }
 
+    /// Inserts `value`'s row, or updates it when one with its primary key exists.
     public func save<T>(_ value: T) throws {
         let layout = try layout(of: T.self)
         if writesGraph(layout) { _ = try writeGraph(value, layout: layout, .save); return }

@@ -29,6 +29,7 @@ public final class ModelStore {
     /// `RelationshipGraph.cycle` of the mappings, once worked out.
     private var relationshipCycle: [String]??
 
+    /// Creates a store on a connection, with the manifest's model mappings (none: the default naming rules).
     public init(database: any DatabaseConnection, manifest: Manifest? = nil) {
         self.database = database
         var mappings: [String: ModelMapping] = [:]
@@ -36,6 +37,7 @@ public final class ModelStore {
         self.mappings = mappings
     }
 
+    /// Creates a store on a connection with the given model mappings.
     public init(database: any DatabaseConnection, mappings: [ModelMapping]) {
         self.database = database
         var byType: [String: ModelMapping] = [:]

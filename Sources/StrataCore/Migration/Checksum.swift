@@ -29,6 +29,7 @@ public enum Checksum {
 
     /// What a file holds, which decides where its line endings are data.
     public enum Content: Sendable {
+        /// A SQL migration file, or a CSV seed file.
         case sql, csv
     }
 
@@ -70,8 +71,11 @@ public enum Checksum {
     static func isKnown(_ version: Int) -> Bool { version >= 1 && version <= newestVersion }
 }
 
+/// A file whose checksum cannot be computed (it cannot be read), or a checksum version this build does not know.
 public struct ChecksumError: Error, CustomStringConvertible {
+    /// What went wrong, naming the file.
     public let message: String
+    /// The message.
     public var description: String { message }
 }
 

@@ -9,7 +9,7 @@ struct CodeStepExecutor: StepExecutor {
     let body: Migrator.CodeBody?
     /// Run the registered down body instead (`Migrator.rollback`): the step's row goes, an audit row says so.
     var isDown = false
-    var seeds: [SeedStep] = []
+    var scope = RollbackScope()
 
     var retriesLockTimeouts: Bool { true }
 
@@ -19,12 +19,13 @@ struct CodeStepExecutor: StepExecutor {
         }
         let step = PlanStep.code(code)
         let started = ContinuousClock.now
-        return try context.inStepTransaction(step, alreadyApplied: .alreadyApplied) { record in
+        return try context.inStepTransaction(step, keepingDeleted: isDown, alreadyApplied: .alreadyApplied) { record in
             if isDown {
-                guard let record, record.isApplied else { throw AppliedElsewhere() }
+                let record = try context.recordToUndo(step, record, scope)
+                let seedsBefore = try context.seedTables(scope)
                 try run(body, context)
                 let durationMs = milliseconds(since: started)
-                try context.recordRollback(of: step, record, down: nil, durationMs: durationMs, seeds: seeds)
+                try context.recordRollback(of: step, record, down: nil, durationMs: durationMs, seedsBefore: seedsBefore)
                 try context.watcher?.beforeCommit(step)
                 return .applied(rows: nil, durationMs: durationMs)
             }

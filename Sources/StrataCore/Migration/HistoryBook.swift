@@ -31,8 +31,9 @@ struct HistoryBook {
     /// Whether a reapply seed's file is one the database held before the file it holds now (another release's
     /// older file, met in a rolling deploy or after the application was rolled back): loading it would put the
     /// older rows back over the newer ones.
+    /// A repeatable migration never is: putting back an earlier definition of a view is applying it again.
     func isEarlierVersion(_ step: PlanStep, of record: HistoryRecord) -> Bool {
-        guard step.isReappliedWhenChanged else { return false }
+        guard case .seed = step, step.isReappliedWhenChanged else { return false }
         return record.earlierChecksums.contains { (try? matches(step, $0)) ?? false }
     }
 

@@ -13,18 +13,29 @@ import Darwin
 public struct HistoryRecord: Sendable, Equatable {
     /// `applied` and `baseline` count as applied; `running` and `failed` are dirty; `deleted` is ignored.
     public enum State: String, Sendable, Equatable, Codable {
+        /// The states a record can be in.
         case applied, baseline, running, failed, deleted
     }
 
+    /// Whether the step is a migration or a seed.
     public let kind: StepKind
+    /// The step's id: its file path as the manifest gives it.
     public let identity: String
+    /// The checksum of the file's contents when it was applied.
     public let checksum: String
+    /// Which version of the checksum rules computed `checksum`.
     public let checksumVersion: Int
+    /// When the step was applied: ISO-8601 in UTC.
     public let appliedAt: String
+    /// How long the step took, in milliseconds, where recorded.
     public let durationMs: Int?
+    /// How many rows a seed loaded, where recorded.
     public let rowCount: Int?
+    /// Whether the step is applied, baselined, running, failed or deleted.
     public let state: State
+    /// The Strata version that wrote the record.
     public let toolVersion: String
+    /// The SQL that ran, where it was recorded.
     public let appliedSQL: String?
     /// `host:pid` of the process applying (or that failed) a step outside a transaction, for a human to read.
     /// Whether it is still running is known from its step lock (`StepLocking`), never from this pid.
@@ -38,6 +49,7 @@ public struct HistoryRecord: Sendable, Equatable {
     /// gone (PostgreSQL: the server session running the file, `pid N, connected T`); nil where the claim alone tells.
     public let runnerSession: String?
 
+    /// Creates a record as the runner writes it.
     public init(kind: StepKind, identity: String, checksum: String, checksumVersion: Int, appliedAt: String,
                 durationMs: Int?, rowCount: Int?, state: State, toolVersion: String, appliedSQL: String?,
                 runner: String?, error: String?, earlierChecksums: [String] = [], runnerSession: String? = nil) {
@@ -96,12 +108,14 @@ public struct HistoryRecord: Sendable, Equatable {
         "this statement \(verb) \(table), Strata's record of what was applied; migrations and seeds may not change it ('strata repair', 'strata resolve' and 'strata baseline' do, after a human has checked)"
     }
 
+    /// Whether the step counts as applied (`applied` or `baseline`).
     public var isApplied: Bool { state == .applied || state == .baseline }
     /// The kind of step the record is of: a `migration` record whose identity starts with `code:` is a code step's
     /// (`PlanStep.historyKind`); no migration's identity may start so.
     public var stepKind: StepKind {
         kind == .migration && identity.hasPrefix(CodeStep.identityPrefix) ? .code : kind
     }
+    /// Whether the step was left running or failed, which `migrate` refuses until it is repaired or resolved.
     public var isDirty: Bool { state == .running || state == .failed }
 }
 

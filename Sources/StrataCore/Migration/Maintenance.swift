@@ -9,34 +9,93 @@ struct Maintenance {
     private var book: HistoryBook { HistoryBook(database: database) }
 
     /// Records every step up to and including `id` as applied without running it. Steps already recorded are left
-    /// alone. Returns the ids recorded.
+    /// alone. `id` is a step's identity, or a version (`3`, `20240101120000`, Flyway's `1.1`) exactly one
+    /// migration's file name starts with. Returns the ids recorded.
     func baseline(through id: String, _ options: MigrationOptions) throws -> [String] {
         let plan = planner.steps
-        guard let end = plan.firstIndex(where: { $0.id == id }) else {
-            throw MigrationError.invalidStep("\(id) is not a step of \(planner.manifest.path)")
+        let end = try plan.firstIndex(where: { $0.id == id }) ?? index(ofVersion: id)
+        return try database.reportingLockTimeout {
+            try database.withWriteLock {
+                try record(plan[...end].filter { step in
+                    if case .seed(let seed) = step { return Planner.isActive(seed, options) }
+                    return true
+                })
+            }
+        }
+    }
+
+    /// The plan position of the one migration whose file name gives version `text` (its leading number, or
+    /// Flyway's `V…__`); refused when none or several do.
+    private func index(ofVersion text: String) throws -> Int {
+        let plan = planner.steps
+        let wanted = ForeignVersion(number: text) ?? ForeignVersion(dotted: text)
+        let matches = plan.indices.filter { index in
+            guard let wanted, case .migration(let migration) = plan[index], !migration.repeatable else { return false }
+            return ForeignTool.dbmate.version(of: migration) == wanted || ForeignTool.flyway.version(of: migration) == wanted
+        }
+        guard let first = matches.first else {
+            throw MigrationError.invalidStep("\(text) is not a step of \(planner.manifest.path), nor the version of one of its migrations")
+        }
+        guard matches.count == 1 else {
+            throw MigrationError.invalidStep("version \(text) is the version of several migrations (\(matches.map { plan[$0].id }.joined(separator: ", "))); name the file")
+        }
+        return first
+    }
+
+    /// Records as applied, without running them, exactly the migrations `tool`'s own history table says it applied,
+    /// each matched to its file by that tool's version rules (`ForeignTool.version(of:)`). Refused, recording
+    /// nothing, when the table is missing or not the tool's, marks a step dirty or failed, or names a version no
+    /// file has (or several files have). Steps Strata already records are left alone.
+    func baseline(from tool: ForeignTool) throws -> ForeignBaseline {
+        let versioned: [(step: PlanStep, version: ForeignVersion)] = planner.steps.compactMap { step in
+            guard case .migration(let migration) = step, !migration.repeatable, let version = tool.version(of: migration) else { return nil }
+            return (step, version)
         }
         return try database.reportingLockTimeout {
             try database.withWriteLock {
-                try history.create()
-                var recorded: [String] = []
-                for step in plan[...end] {
-                    if case .seed(let seed) = step, !Planner.isActive(seed, options) { continue }
-                    if let existing = try history.record(kind: step.historyKind, identity: step.id), existing.state != .deleted {
-                        continue
+                let foreign = try ForeignHistory.read(tool, from: database)
+                var refusals = foreign.refusals
+                var keys: Set<String> = []
+                for version in foreign.applied.sorted() {
+                    let files = versioned.filter { $0.version == version }.map(\.step)
+                    if files.count == 1, let file = files.first {
+                        keys.insert(HistoryBook.key(file.historyKind, file.id))
+                    } else {
+                        refusals.append(Refusal(reason: .foreignHistory, id: version.description, message: files.isEmpty
+                            ? "\(tool.table) records version \(version) as applied, and no migration of \(planner.manifest.path) has that version: what ran is not known here; restore its file, or adopt by hand with 'strata baseline --through'"
+                            : "\(tool.table) records version \(version), which several migrations have (\(files.map(\.id).joined(separator: ", "))): which one ran is not known"))
                     }
-                    let version = step.checksumVersion(on: database.dialect)
-                    var text: String?
-                    if case .migration = step { text = MigrationScript.recordedText(of: step.filePath, version: version) }
-                    let checksum: String
-                    do { checksum = try step.currentChecksum(version: version) } catch {
-                        throw MigrationError.invalidStep("cannot read \(displayPath(step.filePath))")
-                    }
-                    try history.write(.baseline(step, checksum: checksum, version: version, appliedSQL: text))
-                    recorded.append(step.id)
                 }
-                return recorded
+                if let through = foreign.through {
+                    for file in versioned where file.version <= through { keys.insert(HistoryBook.key(file.step.historyKind, file.step.id)) }
+                }
+                guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
+                let recorded = try record(planner.steps.filter { keys.contains(HistoryBook.key($0.historyKind, $0.id)) })
+                return ForeignBaseline(tool: tool, recorded: recorded, repeatablesNotRecorded: foreign.notes)
             }
         }
+    }
+
+    /// Writes a `baseline` record of each step that has none (or only a `deleted` one), creating the history when
+    /// absent; inside the caller's write lock. Returns the ids recorded.
+    private func record(_ steps: [PlanStep]) throws -> [String] {
+        try history.create()
+        var recorded: [String] = []
+        for step in steps {
+            if let existing = try history.record(kind: step.historyKind, identity: step.id), existing.state != .deleted {
+                continue
+            }
+            let version = step.checksumVersion(on: database.dialect)
+            var text: String?
+            if case .migration = step { text = MigrationScript.recordedText(of: step.filePath, version: version) }
+            let checksum: String
+            do { checksum = try step.currentChecksum(version: version) } catch {
+                throw MigrationError.invalidStep("cannot read \(displayPath(step.filePath))")
+            }
+            try history.write(.baseline(step, checksum: checksum, version: version, appliedSQL: text))
+            recorded.append(step.id)
+        }
+        return recorded
     }
 
     /// Re-records the checksums of drifted steps and marks records of files no longer in the manifest as deleted.
@@ -110,4 +169,15 @@ struct Maintenance {
             }
         }
     }
+}
+
+/// What `Migrator.baseline(from:)` recorded.
+public struct ForeignBaseline: Sendable, Equatable {
+    /// The tool whose history was read.
+    public let tool: ForeignTool
+    /// The steps recorded as applied, in plan order (those Strata already recorded are not listed).
+    public let recorded: [String]
+    /// Flyway's repeatable scripts its history lists: not recorded, so Strata's next `migrate` applies their files
+    /// as they are now (a repeatable is written to be applied again).
+    public let repeatablesNotRecorded: [String]
 }

@@ -14,6 +14,7 @@ public final class MigrationCancellation: @unchecked Sendable, Equatable {
     private let lock = Lock()
     private var cancelled = false
 
+    /// Creates a cancellation that has not been cancelled.
     public init() {}
 
     /// Requests the stop; later calls do nothing more.

@@ -11,6 +11,7 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The database to use is not known (no `--database` and no `<database>` in the manifest).
     case noDatabase
 
+    /// What went wrong and what to do about it.
     public var description: String {
         switch self {
         case .refused(let refusals): refusals.map(\.message).joined(separator: "\n")

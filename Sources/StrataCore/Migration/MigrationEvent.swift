@@ -1,10 +1,14 @@
 /// Progress of a running `migrate`, for rendering.
 public enum MigrationEvent: Sendable {
+    /// A step is about to run, and why it is in the plan.
     case started(PlanStep, PlanReason)
+    /// A step finished and was recorded.
     case finished(AppliedStep)
+    /// A seed set being loaded: rows loaded so far and bytes of the file read.
     case seedProgress(id: String, rows: Int, bytesRead: Int, totalBytes: Int)
     /// A migration file being read and run; reported per chunk read (1 MiB).
     case scriptProgress(id: String, bytesRead: Int, totalBytes: Int)
+    /// The run is waiting for something, said in a sentence (a lock another runner holds).
     case waiting(String)
     /// A transactional step failed because a statement gave up waiting for a lock, or the database chose it to break
     /// a deadlock; it was rolled back and runs again after `delay`. `retry` counts from 1 up to `of`

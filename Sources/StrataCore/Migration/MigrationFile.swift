@@ -6,9 +6,8 @@ import Foundation
 
 /// Creates new migration files with a prefix that sorts after every existing one.
 public enum MigrationFile {
-    /// The second line of a file `create` writes: where the reader learns how it runs. The README's heading
-    /// "How migrations run" is the manual's How Migrations Run article.
-    public static let headerNote = "-- Runs once, inside a transaction with its history row; see \"How migrations run\" in Strata's README (the manual's How Migrations Run article)."
+    /// The second line of a file `create` writes: where the reader learns how it runs (`HowMigrationsRun.md`).
+    public static let headerNote = "-- Runs once, inside a transaction with its history row; see the manual's How Migrations Run article."
 
     /// Creates `NNN_name.sql` in the manifest's migrations directory for `backend` (see `directory(for:in:)`) and
     /// returns its path.
@@ -16,7 +15,12 @@ public enum MigrationFile {
     /// The number is one more than the highest leading number among the migrations the new file joins (those of
     /// its directory's backend, or of every backend for an unmarked directory), zero-padded to the widest existing
     /// prefix (at least three digits), so natural and plain byte order agree.
-    public static func create(named name: String, in manifest: Manifest, backend: DatabaseBackend? = nil) throws -> String {
+    ///
+    /// In a `format="dbmate"` directory the prefix is dbmate's: the time now, UTC, as `YYYYMMDDHHMMSS`
+    /// (`20240101120000_add_users.sql`), or one more than the highest prefix when that is not later (a clock behind
+    /// the last file's), so the new file still sorts last.
+    public static func create(named name: String, in manifest: Manifest, backend: DatabaseBackend? = nil,
+                              now: Date = Date()) throws -> String {
         let chosen = try directory(for: backend, in: manifest)
         let directory = chosen.path
         // The name is copied into the file's header comment: a line break there would turn the rest into SQL.
@@ -52,8 +56,15 @@ public enum MigrationFile {
             }
             width = max(width, digits.count)
         }
-        let number = String(decoding: decimalSuccessor(highest), as: UTF8.self)
-        let prefix = String(repeating: "0", count: max(0, width - number.count)) + number
+        let next = decimalSuccessor(highest)
+        let number = String(decoding: next, as: UTF8.self)
+        var prefix = String(repeating: "0", count: max(0, width - number.count)) + number
+        if chosen.format == .dbmate {
+            // dbmate names a file by the time it was made; never one that sorts before an existing file.
+            let stamp = Array(ISO8601.format(now).utf8.prefix(19).filter { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            let later = stamp.count > next.count || (stamp.count == next.count && !stamp.lexicographicallyPrecedes(next))
+            prefix = later ? String(decoding: stamp, as: UTF8.self) : number
+        }
         let path = PathComponents.appending("\(prefix)_\(slug).sql", to: directory)
         guard !FileManager.default.fileExists(atPath: path) else {
             throw MigrationError.invalidStep("\(path) already exists")

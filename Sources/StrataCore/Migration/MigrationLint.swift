@@ -28,6 +28,36 @@ enum MigrationLint {
         }
     }
 
+    /// The same rules for each migration's down, read as it runs (its own file whole, or its file's down section)
+    /// and checked as inside a transaction unless it runs outside one: a rollback is refused before anything runs
+    /// rather than failing half-way on a statement that was never going to run.
+    static func downFindings(_ migrations: [MigrationStep], dialect: any SQLDialect) -> [(id: String, problem: ManifestProblem)] {
+        migrations.flatMap { migration -> [(id: String, problem: ManifestProblem)] in
+            guard let down = migration.down else { return [] }
+            let path: String
+            let format: MigrationFormat
+            switch down.source {
+            case .section: (path, format) = (migration.path, migration.format)
+            case .file(let file): (path, format) = (file, .plain)
+            }
+            guard let bytes = MigrationScript.fileBytes(path, atMost: sizeLimit) else { return [] }
+            let section: MigrationSection?
+            do {
+                section = format == .plain ? try format.upSection(of: bytes) : try format.downSection(of: bytes)
+            } catch {
+                let failure = error as? MigrationFormatError
+                return [(migration.id, ManifestProblem(SourceLocation(path: displayPath(path), line: max(failure?.line ?? 1, 1)),
+                                                       "\(failure?.message ?? "\(error)") (the down of \(migration.id))"))]
+            }
+            guard let section else { return [] }
+            return dialect.lint(Array(bytes[section.range]), insideTransaction: down.runsInTransaction).map {
+                (migration.id, ManifestProblem(SourceLocation(path: displayPath(path), line: $0.line + section.startLine - 1,
+                                                              column: $0.column),
+                                               $0.message + " (the down of \(migration.id), \(migration.location))"))
+            }
+        }
+    }
+
     /// Migrations too large to be checked ahead of time (`sizeLimit`): said, not passed over in silence. The
     /// backend still checks each of their statements as it runs.
     static func warnings(_ migrations: [MigrationStep]) -> [ManifestProblem] {
@@ -53,6 +83,7 @@ enum MigrationLint {
             add(Self.warnings(migrations), to: &warnings)
             let dialect = dialect(backend)
             add(findings(migrations, dialect: dialect).map(\.problem), to: &problems)
+            add(downFindings(migrations, dialect: dialect).map(\.problem), to: &problems)
             add(manifest.plan(for: backend).compactMap { step in
                 guard case .seed(let seed) = step, let reason = dialect.seedRefusal(seed) else { return nil }
                 return ManifestProblem(seed.location, reason)

@@ -55,6 +55,7 @@ public struct MigrationOptions: Sendable, Equatable {
     /// The longest pause between two attempts of a step, however many retries came before.
     public static let maximumLockRetryDelay: Duration = .seconds(10)
 
+    /// Creates options; the defaults apply every pending migration and seed of no context, in plan order.
     public init(contexts: Set<String> = [], strictOrder: Bool = false, includeMigrations: Bool = true,
                 includeSeeds: Bool = true, waitTimeout: Duration = .seconds(60), expectedPlanID: String? = nil,
                 cancellation: MigrationCancellation? = nil, lockTimeout: Duration = .seconds(5), lockRetries: Int = 5,

@@ -1,5 +1,6 @@
 /// Why a step is in a plan.
 public enum PlanReason: String, Sendable, Equatable, Codable {
+    /// Never applied.
     case pending
     /// A seed set applied before whose file changed, with `onChange="reapply"`.
     case reapply
@@ -11,7 +12,9 @@ public enum PlanReason: String, Sendable, Equatable, Codable {
 
 /// One step `migrate` would run.
 public struct PlannedStep: Sendable, Equatable {
+    /// The step.
     public let step: PlanStep
+    /// Why it is in the plan.
     public let reason: PlanReason
     /// For seeds: data rows in the file.
     public let rowCount: Int?
@@ -26,6 +29,7 @@ public struct MigrationPlan: Sendable, Equatable {
     /// `migrate` (`--plan-id`) to refuse a plan that changed after it was reviewed. Empty where `migrate` needed
     /// none.
     public let id: String
+    /// The steps in the order they run.
     public let steps: [PlannedStep]
     /// Problems that make `migrate` refuse (drift, dirty state, strict order, SQL that cannot run in a transaction).
     public let refusals: [Refusal]

@@ -1,8 +1,12 @@
 /// One step that `migrate` applied.
 public struct AppliedStep: Sendable, Equatable {
+    /// Whether the step was a migration or a seed.
     public let kind: StepKind
+    /// The step's id.
     public let id: String
+    /// Why it ran.
     public let reason: PlanReason
+    /// How long it took, in milliseconds.
     public let durationMs: Int
     /// Rows loaded, for seeds.
     public let rowCount: Int?
@@ -10,6 +14,7 @@ public struct AppliedStep: Sendable, Equatable {
 
 /// The outcome of `migrate`: what was applied, what others had already applied, and the failure if any.
 public struct MigrationReport: Sendable, Equatable {
+    /// The steps this run applied, in order.
     public var applied: [AppliedStep] = []
     /// Steps another process applied while this one waited.
     public var alreadyApplied: [String] = []

@@ -34,7 +34,7 @@ struct MigrationScript {
     }
 
     /// The part's section of the whole file's bytes.
-    private func section(of bytes: [UInt8]) throws -> MigrationSection {
+    func section(of bytes: [UInt8]) throws -> MigrationSection {
         guard case .down = part else { return try format.upSection(of: bytes) }
         guard format != .plain else { return try format.upSection(of: bytes) }
         guard let down = try format.downSection(of: bytes) else {

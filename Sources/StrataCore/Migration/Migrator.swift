@@ -15,7 +15,9 @@
 /// the plan id), `HistoryBook` (comparing records with files), `RunLoop` (the steps in order) and one
 /// `StepExecutor` per kind of step, `Maintenance` (baseline, repair, resolve) and `MigrationLint`.
 public struct Migrator {
+    /// The manifest whose plan the migrator runs.
     public let manifest: Manifest
+    /// The database it brings up to date.
     public let database: any MigrationDatabase
     /// The bodies of code steps, by name (`register(_:_:)`).
     var codeBodies: [String: CodeBody] = [:]
@@ -24,6 +26,7 @@ public struct Migrator {
     /// Names registered more than once: refused before anything runs rather than one body silently replacing another.
     private var registeredTwice: [String] = []
 
+    /// Creates a migrator bringing `database` up to date with `manifest`.
     public init(manifest: Manifest, database: any MigrationDatabase) {
         self.manifest = manifest
         self.database = database
@@ -153,7 +156,8 @@ public struct Migrator {
              _ progress: ((MigrationEvent) -> Void)?) throws -> MigrationReport {
         var loop = RunLoop(database: database, options: options, codeBodies: codeBodies, watcher: watcher, progress: progress)
         loop.codeDowns = codeDowns
-        loop.seeds = manifest.seeds
+        loop.rollbackScope = RollbackScope(seeds: manifest.seeds,
+                                           neverUndone: Set(manifest.migrations.filter(\.repeatable).map(\.id)))
         return try loop.run(steps)
     }
 
@@ -183,10 +187,26 @@ public struct Migrator {
     // MARK: Baseline, repair, resolve
 
     /// Records every step up to and including `id` as applied without running it (adopting an existing database).
+    /// `id` is a step's identity, or the version one migration's file name starts with (`3`, `20240101120000`).
     /// Steps already recorded are left alone. Returns the ids recorded.
     @discardableResult
     public func baseline(through id: String, _ options: MigrationOptions = MigrationOptions()) throws -> [String] {
         try Maintenance(planner: planner).baseline(through: id, options)
+    }
+
+    /// Adopts a database another tool migrated: records as applied, without running them, exactly the migrations
+    /// `tool`'s own history table (`ForeignTool.table`) says it applied, matched to files by that tool's version
+    /// rules. Refused before anything is recorded (`MigrationError.refused`, reason `foreign-history`) when the table
+    /// is missing or not the tool's, marks a step dirty or failed, or names a version no file has.
+    @discardableResult
+    public func baseline(from tool: ForeignTool) throws -> ForeignBaseline {
+        try Maintenance(planner: planner).baseline(from: tool)
+    }
+
+    /// The other tools' history tables this database holds, with their row counts (what `status` points at when
+    /// Strata's own history is empty).
+    public func foreignHistories() -> [(tool: ForeignTool, rows: Int)] {
+        ForeignHistory.present(in: database)
     }
 
     /// Re-records the checksums of drifted steps (after a human checked them) and marks records of files

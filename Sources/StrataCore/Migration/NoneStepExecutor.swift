@@ -11,8 +11,8 @@ struct NoneStepExecutor: StepExecutor {
     let migration: MigrationStep
     /// The down to run instead of the migration; nil to apply it.
     var down: MigrationDown? = nil
-    /// The seeds of the manifest, for a rollback to forget those whose tables the down dropped.
-    var seeds: [SeedStep] = []
+    /// For a down: the manifest's seeds and the steps no rollback undoes.
+    var scope = RollbackScope()
 
     var retriesLockTimeouts: Bool { false }
 
@@ -31,7 +31,9 @@ struct NoneStepExecutor: StepExecutor {
         var lock: (any StepClaim)?
         defer { lock?.release() }
         let applied: HistoryRecord?
-        switch try claim(context, text: text, checksum: checksum, version: script.checksumVersion, lock: &lock) {
+        var seedsBefore: [SeedTableShape] = []
+        switch try claim(context, text: text, checksum: checksum, version: script.checksumVersion, lock: &lock,
+                         seedsBefore: &seedsBefore) {
         case .alreadyApplied: return .alreadyApplied
         case .claimed(let record): applied = record
         }
@@ -66,7 +68,7 @@ struct NoneStepExecutor: StepExecutor {
             }
             try waitingOutBusy(context, until: deadline) {
                 try context.database.withWriteLock {
-                    try context.recordRollback(of: step, applied, down: ran, durationMs: durationMs, seeds: seeds)
+                    try context.recordRollback(of: step, applied, down: ran, durationMs: durationMs, seedsBefore: seedsBefore)
                 }
             }
             return .applied(rows: nil, durationMs: durationMs)
@@ -95,15 +97,19 @@ struct NoneStepExecutor: StepExecutor {
     /// Claims the step: in a write transaction, a `running` row and the step's lock; waits (up to the run's
     /// `waitTimeout`) while another process is applying it.
     private func claim(_ context: StepContext, text: String?, checksum: String, version: Int,
-                       lock: inout (any StepClaim)?) throws -> Claim {
+                       lock: inout (any StepClaim)?, seedsBefore: inout [SeedTableShape]) throws -> Claim {
         let deadline = ContinuousClock.now + context.options.waitTimeout
         let book = context.book
         while true {
-            let claimed = try context.inStepTransaction(step, limited: false, alreadyApplied: Claim?.some(.alreadyApplied)) { record -> Claim? in
+            let claimed = try context.inStepTransaction(step, limited: false, keepingDeleted: down != nil,
+                                                        alreadyApplied: Claim?.some(.alreadyApplied)) { found -> Claim? in
+                var record = found
                 if down != nil {
-                    // Another run rolled it back already; or it changed since it was applied (the plan refused that).
-                    guard let record, record.isApplied else { throw AppliedElsewhere() }
-                    try book.confirmUnchanged(record, of: step)
+                    // Another run rolled it back already, is at it, or applied a later step since the plan was made;
+                    // or it changed since it was applied (the plan refused that).
+                    record = try context.recordToUndo(step, found, scope)
+                    try record.map { try book.confirmUnchanged($0, of: step) }
+                    seedsBefore = try context.seedTables(scope)
                 } else if let record {
                     if book.isBeingApplied(record) { return nil }
                     try book.settle(record, of: step, checksum: record.checksumVersion == version ? checksum : nil)

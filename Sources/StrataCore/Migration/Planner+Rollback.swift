@@ -17,8 +17,11 @@ extension Planner {
         return "; the nearest are " + near.joined(separator: ", ")
     }
 
-    /// Applied migrations and code steps in plan order (a record whose file left the manifest placed where its
-    /// name sorts), repeatable migrations left out: they are never rolled back.
+    /// Applied migrations and code steps in the order they were applied (history's `applied_at`; steps recorded
+    /// at the same moment, as a baseline records them, in plan order; a record whose file left the manifest placed
+    /// where its name sorts), repeatable migrations left out: they are never rolled back. Undoing steps newest
+    /// first in this order runs each down on the database its up left, whatever order the plan lists them in (a
+    /// hotfix applied out of order is undone before the step it was applied after).
     private func undoable(_ statuses: [StepStatus]) -> [StepStatus] {
         var position: [String: Double] = [:]
         for (index, step) in steps.enumerated() { position[HistoryBook.key(step.kind, step.id)] = Double(index) }
@@ -32,18 +35,22 @@ extension Planner {
             guard status.state == .applied || status.state == .drifted || status.state == .missing else { return false }
             if case .migration(let migration)? = status.step, migration.repeatable { return false }
             return true
-        }.sorted { place($0) < place($1) }
+        }.sorted { first, second in
+            let (a, b) = (first.record?.appliedAt ?? "", second.record?.appliedAt ?? "")
+            return a != b ? a < b : place(first) < place(second)
+        }
     }
 
     /// The downs `target` names, newest first, and what would stop them.
     func rollbackPlan(_ target: RollbackTarget, _ statuses: [StepStatus], _ options: MigrationOptions,
                       forMigrate: Bool) throws -> MigrationPlan {
         let applied = undoable(statuses)
-        let range: ArraySlice<StepStatus>
+        let range: [StepStatus]
+        var refusals: [Refusal] = []
         switch target {
         case .steps(let count):
             guard count > 0 else { throw MigrationError.unknownStep("--steps must be at least 1, not \(count)") }
-            range = applied.suffix(count)
+            range = Array(applied.suffix(count))
         case .to(let id):
             let index = try index(of: id)
             let after = Set(steps[(index + 1)...].map { HistoryBook.key($0.kind, $0.id) })
@@ -51,9 +58,24 @@ extension Planner {
             let sortsAfter = { (status: StepStatus) in
                 status.step == nil && NaturalOrder.areInIncreasingOrder(named.id, status.id)
             }
-            range = applied.filter { after.contains(HistoryBook.key($0.kind, $0.id)) || sortsAfter($0) }[...]
+            range = applied.filter { after.contains(HistoryBook.key($0.kind, $0.id)) || sortsAfter($0) }
+            // What stays must all have been applied before what goes: a step that stays but was applied after one
+            // that goes (out of order) may build on it.
+            let going = Set(range.map { HistoryBook.key($0.kind, $0.id) })
+            if let firstGoing = applied.firstIndex(where: { going.contains(HistoryBook.key($0.kind, $0.id)) }) {
+                for staying in applied[firstGoing...] where !going.contains(HistoryBook.key(staying.kind, staying.id)) {
+                    let undone = applied[firstGoing].id
+                    refusals.append(Refusal(reason: .outOfOrder, id: staying.id,
+                        message: "\(staying.id) stays applied but was applied after \(undone) (at \(staying.record?.appliedAt ?? "?")), which this rollback undoes: it may build on it; roll back to a step before \(staying.id), or roll back the steps applied after it with --steps"))
+                }
+            }
         }
-        var refusals = registrationRefusals
+        // A step being applied or rolled back by another run now: what the range is depends on how that ends.
+        refusals += statuses.filter { $0.state == .running && ($0.kind == .migration || $0.kind == .code) }.map { status in
+            Refusal(reason: .inProgress, id: status.id,
+                    message: "\(status.id) is being applied or rolled back by another run right now: wait for it to finish, then plan the rollback again")
+        }
+        refusals = registrationRefusals + refusals
         // A dirty step anywhere: what the database holds is not known, and no down was written for it.
         refusals += statuses.filter { $0.state == .dirty }.compactMap { status in
             let fresh = try? database.history.record(kind: status.step?.historyKind ?? status.kind, identity: status.id)
@@ -63,6 +85,11 @@ extension Planner {
         for status in range {
             if let refusal = rollbackRefusal(status) { refusals.append(refusal) }
         }
+        let downs = range.compactMap { status -> MigrationStep? in
+            if case .migration(let migration)? = status.step { migration } else { nil }
+        }
+        refusals += MigrationLint.downFindings(downs, dialect: database.dialect)
+            .map { Refusal(reason: .invalidSQL, id: $0.id, message: $0.problem.description) }
         var planned = range.reversed().compactMap { status in
             status.step.map { PlannedStep(step: $0, reason: .rollback, rowCount: nil) }
         }
@@ -90,6 +117,10 @@ extension Planner {
         case (_, .migration(let migration)?) where migration.down == nil:
             return Refusal(reason: .noDown, id: status.id,
                 message: "\(status.id) has no down: nothing undoes it (\(migration.location)); write one (for Strata's own layout, \(PathComponents.last(migration.path).dropLast(4)).down.sql beside it, or <migration down=\"…\">), or roll back only the steps after it")
+        case (_, .migration(let migration)?) where migration.down.map({
+                MigrationScript(migration: migration, database: database, part: .down($0)).holdsNoStatement() }) == true:
+            return Refusal(reason: .noDown, id: status.id,
+                message: "\(status.id)'s down holds no statement (\(migration.location)): it would undo nothing and the step would read pending with its changes still there; write what undoes it, or roll back only the steps after it")
         case (_, .code(let code)?) where !registeredDowns.contains(code.name):
             return Refusal(reason: .noDown, id: status.id,
                 message: "\(status.id) is a Swift code step (\(code.location)) with no down registered: the program must register one, with migrator.registerDown(\"\(code.name)\") { db in … }; the strata command cannot run Swift code")

@@ -136,6 +136,11 @@ struct Planner {
         if options.backup != nil && database.backupSource == nil {
             refusals.append(Refusal(reason: .backup, id: backend.rawValue, message: database.backupUnavailableReason))
         }
+        for case .migration(let migration) in planned.map(\.step) where !migration.runsInTransaction {
+            if let message = database.noneStepRefusal(id: migration.id) {
+                refusals.append(Refusal(reason: .pooler, id: migration.id, message: message))
+            }
+        }
         if planned.contains(where: { if case .migration(let m) = $0.step { !m.runsInTransaction } else { false } }) {
             refusals += try database.unfinishedObjects().map {
                 Refusal(reason: .unfinished, id: $0.name,

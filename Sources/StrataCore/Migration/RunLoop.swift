@@ -8,8 +8,8 @@ struct RunLoop {
     let codeBodies: [String: Migrator.CodeBody]
     /// The code steps' down bodies, for a rollback.
     var codeDowns: [String: Migrator.CodeBody] = [:]
-    /// The manifest's seeds: a rollback forgets those whose tables a down dropped.
-    var seeds: [SeedStep] = []
+    /// What a rollback's downs share: the seeds they may take the rows of, the steps none undoes.
+    var rollbackScope = RollbackScope()
     /// Sees each step before and after it runs (a rehearsal measures there).
     let watcher: (any StepWatcher)?
     let progress: ((MigrationEvent) -> Void)?
@@ -19,8 +19,8 @@ struct RunLoop {
         if planned.reason == .rollback {
             switch planned.step {
             // Never the up: a step without a down fails (the plan refuses it first).
-            case .migration(let migration): return DownStepExecutor(migration: migration, down: migration.down, seeds: seeds)
-            case .code(let code): return CodeStepExecutor(code: code, body: codeDowns[code.name], isDown: true, seeds: seeds)
+            case .migration(let migration): return DownStepExecutor(migration: migration, down: migration.down, scope: rollbackScope)
+            case .code(let code): return CodeStepExecutor(code: code, body: codeDowns[code.name], isDown: true, scope: rollbackScope)
             case .seed: break
             }
         }

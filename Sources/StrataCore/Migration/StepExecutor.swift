@@ -47,10 +47,10 @@ struct StepContext {
     /// Claim, check, record: the one shape of every step that runs in a transaction with its history row. In a
     /// transaction that holds the database's write lock from its start (so the check and the step are one atomic
     /// unit across every process), the step's statement bounds are set (`limited`), the history is created when
-    /// absent, and `body` gets the step's record (nil when there is none, or it is `deleted`). `body` runs the step
+    /// absent, and `body` gets the step's record (nil when there is none, or it is `deleted` and not `keepingDeleted`). `body` runs the step
     /// and writes its record, or throws `AppliedElsewhere` (`HistoryBook.settle`), which rolls the transaction back
     /// and returns `alreadyApplied`.
-    func inStepTransaction<T>(_ step: PlanStep, limited: Bool = true, alreadyApplied: T,
+    func inStepTransaction<T>(_ step: PlanStep, limited: Bool = true, keepingDeleted: Bool = false, alreadyApplied: T,
                               _ body: (_ record: HistoryRecord?) throws -> T) throws -> T {
         do {
             return try reportingLockTimeout {
@@ -58,7 +58,7 @@ struct StepContext {
                     if limited { try database.limitStatements(limits(insideTransaction: true), insideTransaction: true) }
                     try history.create()
                     let record = try history.record(kind: step.historyKind, identity: step.id)
-                    return try body(record?.state == .deleted ? nil : record)
+                    return try body(record?.state == .deleted && !keepingDeleted ? nil : record)
                 }
             }
         } catch is AppliedElsewhere {
@@ -74,20 +74,6 @@ struct StepContext {
         } catch let error as DatabaseError where error.kind != .busy {
             throw cannotRecord(error)
         }
-    }
-
-    /// After a step's down ran, in the transaction that records it: the step's row goes (it reads pending again, and
-    /// the next `migrate` applies it as new), an audit row says what was rolled back, and the seeds whose tables the
-    /// down dropped are forgotten, so `status` stays true about them (their rows went with their tables).
-    func recordRollback(of step: PlanStep, _ applied: HistoryRecord, down ran: (checksum: String, text: String?)?,
-                        durationMs: Int, seeds: [SeedStep]) throws {
-        try history.delete(kind: applied.kind, identity: applied.identity)
-        for seed in seeds {
-            guard let record = try history.record(kind: .seed, identity: seed.id), record.state != .deleted,
-                  try !database.tableExists(seed.table) else { continue }
-            try history.delete(kind: .seed, identity: seed.id)
-        }
-        try history.write(.rolledBack(applied, downSQL: ran?.text, durationMs: durationMs))
     }
 
     /// The bounds a step's statements run with. A `transaction="none"` step gets no lock timeout: its statements

@@ -1,10 +1,16 @@
 /// The step that failed, with the place in its file where it failed.
 public struct StepFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Whether the step is a migration or a seed.
     public let kind: StepKind
+    /// The step's id.
     public let id: String
+    /// The file that failed.
     public let file: String
+    /// The 1-based line in the file where it failed, where known.
     public let line: Int?
+    /// The 1-based column in that line, where known.
     public let column: Int?
+    /// What went wrong, as the database or the loader said it.
     public let message: String
     /// What the failed step left in the database.
     public var aftermath = Aftermath.rolledBack

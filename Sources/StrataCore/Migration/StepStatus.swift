@@ -1,5 +1,6 @@
 /// The state of one step as `strata status` shows it.
 public struct StepStatus: Sendable, Equatable {
+    /// How the step stands against the database's history.
     public enum State: String, Sendable, Equatable, Codable {
         /// Recorded, and the file still has the recorded checksum.
         case applied
@@ -21,8 +22,11 @@ public struct StepStatus: Sendable, Equatable {
         case skipped
     }
 
+    /// Whether the step is a migration or a seed.
     public let kind: StepKind
+    /// The step's id.
     public let id: String
+    /// How it stands.
     public let state: State
     /// The plan step, nil for `missing` records.
     public let step: PlanStep?
@@ -48,6 +52,7 @@ public struct UnfinishedObject: Sendable, Equatable, CustomStringConvertible {
     /// The statements that settle it, either of which a human picks.
     public let fixes: [String]
 
+    /// Creates the description of an object a failed step left behind.
     public init(kind: String, name: String, table: String, fixes: [String]) {
         self.kind = kind
         self.name = name
@@ -55,6 +60,7 @@ public struct UnfinishedObject: Sendable, Equatable, CustomStringConvertible {
         self.fixes = fixes
     }
 
+    /// The object, its table, and the statements that settle it.
     public var description: String {
         "\(kind) \(name) on \(table) is INVALID, left by an interrupted build; "
             + (fixes.isEmpty ? "drop it" : fixes.joined(separator: " or "))

@@ -19,6 +19,7 @@ public struct HeldLock: Sendable, Equatable {
     /// (an explicit `LOCK TABLE`, a statement that neither changes the catalog nor is counted).
     public var seen: String?
 
+    /// Creates the description of a lock a step held.
     public init(relation: String, mode: String, blocks: String, takenBy: String, seen: String? = nil) {
         self.relation = relation
         self.mode = mode

@@ -22,6 +22,7 @@ public struct RehearsalReport: Sendable, Equatable {
     /// Steps of the plan that did not run: those after the failure, or after the stop.
     public var notRun: [String] = []
 
+    /// Creates an empty report of a rehearsal that got as far as `stage`.
     public init(stage: String) {
         self.stage = stage
     }
@@ -83,6 +84,7 @@ public struct RehearsalReport: Sendable, Equatable {
 
 /// One step of a rehearsal.
 public struct RehearsedStep: Sendable, Equatable {
+    /// How the step went in the rehearsal; the raw value is the JSON `outcome`.
     public enum Outcome: String, Sendable, Equatable {
         /// It ran and would be applied.
         case applied
@@ -95,9 +97,13 @@ public struct RehearsedStep: Sendable, Equatable {
         case alreadyApplied = "already-applied"
     }
 
+    /// Whether the step is a migration or a seed.
     public let kind: StepKind
+    /// The step's id.
     public let id: String
+    /// Why it is in the plan.
     public let reason: PlanReason
+    /// How it went.
     public var outcome: Outcome
     /// How long it took on the rehearsal's database; nil when it did not run to its end.
     public var durationMs: Int?
@@ -118,6 +124,7 @@ public struct RehearsedStep: Sendable, Equatable {
     /// not rehearsed).
     public var note: String?
 
+    /// Creates the record of one rehearsed step.
     public init(kind: StepKind, id: String, reason: PlanReason, outcome: Outcome) {
         self.kind = kind
         self.id = id
@@ -131,17 +138,22 @@ public struct RehearsedStep: Sendable, Equatable {
 public struct TableRowChanges: Sendable, Equatable {
     /// The table, as the database names it (PostgreSQL: schema-qualified).
     public let table: String
+    /// Rows the step inserted, where counted.
     public var inserted: Int?
+    /// Rows the step updated, where counted.
     public var updated: Int?
+    /// Rows the step deleted, where counted.
     public var deleted: Int?
     /// The table's rows before and after the step, where they were counted (SQLite; on PostgreSQL only after a step
     /// that replaced the table's storage); nil also for a table the step created (before) or dropped (after).
     public var rowsBefore: Int?
+    /// The table's rows after the step, where counted.
     public var rowsAfter: Int?
     /// What to know about these numbers: the table was created, dropped or rebuilt by the step, the database
     /// cannot split its changes, or rows went that the database did not report one by one.
     public var note: String?
 
+    /// Creates the changes of one table; what was not counted stays nil.
     public init(table: String, inserted: Int? = nil, updated: Int? = nil, deleted: Int? = nil,
                 rowsBefore: Int? = nil, rowsAfter: Int? = nil, note: String? = nil) {
         self.table = table
@@ -164,6 +176,7 @@ public struct TableLock: Sendable, Equatable {
     /// What waits behind it: `reads and writes`, `writes`, …
     public let blocks: String
 
+    /// Creates the description of a table lock a step took.
     public init(relation: String, mode: String, blocks: String) {
         self.relation = relation
         self.mode = mode
@@ -181,6 +194,7 @@ public struct SequenceAdvance: Sendable, Equatable {
     /// The last value handed out after it.
     public let after: Int64?
 
+    /// Creates the description of a sequence a step advanced.
     public init(sequence: String, before: Int64?, after: Int64?) {
         self.sequence = sequence
         self.before = before

@@ -1,6 +1,7 @@
 /// The backup `migrate` would take before its first step (`MigrationOptions.backup`), as a rehearsal judged it:
 /// a rehearsal takes none, so what it judges is whether one would fit where it goes (`RehearsalReport.backup`).
 public struct RehearsedBackup: Sendable, Equatable {
+    /// Whether the backup would fit; the raw value is the JSON `outcome`.
     public enum Outcome: String, Sendable, Equatable {
         /// The copy fits the free space of the backup directory's filesystem.
         case fits
@@ -13,6 +14,7 @@ public struct RehearsedBackup: Sendable, Equatable {
 
     /// The backup directory, as the options give it.
     public let directory: String
+    /// Whether the backup would fit.
     public let outcome: Outcome
     /// The copy's size in bytes, where it can be read.
     public let bytes: Int64?
@@ -23,6 +25,7 @@ public struct RehearsedBackup: Sendable, Equatable {
     /// 1.0 MiB free: …`.
     public let note: String
 
+    /// Creates the judgement of a backup.
     public init(directory: String, outcome: Outcome, bytes: Int64?, free: Int64?, note: String) {
         self.directory = directory
         self.outcome = outcome

@@ -3,11 +3,15 @@
 /// hold them until it ends), released; advisory locks the connection held before the rehearsal that a step released,
 /// taken again where no other session holds them now; `dblink` connections a step opened, closed.
 public struct SessionLeftover: Sendable, Equatable {
+    /// What was left; the raw value is the JSON `kind`.
     public enum Kind: String, Sendable, Equatable {
+        /// An advisory lock.
         case advisoryLock = "advisory-lock"
+        /// A `dblink` connection.
         case dblinkConnection = "dblink-connection"
     }
 
+    /// What was left.
     public let kind: Kind
     /// Which one: `424242 (exclusive)`, `(1, 2) (shared)`, a dblink connection's name, `unnamed`.
     public let name: String
@@ -18,6 +22,7 @@ public struct SessionLeftover: Sendable, Equatable {
     /// Whether the connection is as it was before the rehearsal in this respect.
     public let undone: Bool
 
+    /// Creates the description of a leftover and what was done about it.
     public init(kind: Kind, name: String, step: String?, outcome: String, undone: Bool) {
         self.kind = kind
         self.name = name

@@ -159,11 +159,14 @@ public enum SchemaDiagram {
 
 /// A snapshot that cannot be drawn faithfully: what is missing, naming the table.
 public struct SchemaDiagramError: Error, Sendable, CustomStringConvertible {
+    /// What is missing, naming the table.
     public let message: String
 
+    /// Creates the error from its message.
     public init(_ message: String) {
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }

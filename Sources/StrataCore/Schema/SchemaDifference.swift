@@ -1,19 +1,28 @@
 /// What kind of object a `SchemaChange` is about: the four kinds every backend has, columns and constraints of
 /// tables, and whatever else a backend's snapshot holds (`SchemaSnapshot.Other.kind`: `function`, `sequence`, …).
 public struct SchemaObjectKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The kind's name, as the JSON output and the text form print it.
     public let rawValue: String
 
+    /// Creates a kind from its name.
     public init(rawValue: String) {
         self.rawValue = rawValue
     }
 
+    /// A table.
     public static let table = SchemaObjectKind(rawValue: "table")
+    /// A column of a table.
     public static let column = SchemaObjectKind(rawValue: "column")
+    /// A constraint of a table (a foreign key, a check, a unique key).
     public static let constraint = SchemaObjectKind(rawValue: "constraint")
+    /// An index no constraint made.
     public static let index = SchemaObjectKind(rawValue: "index")
+    /// A view.
     public static let view = SchemaObjectKind(rawValue: "view")
+    /// A trigger.
     public static let trigger = SchemaObjectKind(rawValue: "trigger")
 
+    /// The kind's name.
     public var description: String { rawValue }
 
     /// Where changes of this kind are listed: tables and what they hold first, then indexes, views, triggers, others.
@@ -24,17 +33,23 @@ public struct SchemaObjectKind: RawRepresentable, Hashable, Sendable, CustomStri
 
 /// One object added, dropped or changed between two snapshots.
 public struct SchemaChange: Sendable, Equatable {
+    /// What happened to the object; the raw value is the JSON `action`.
     public enum Action: String, Sendable {
+        /// The object is only in the second schema, only in the first, or in both and different.
         case added, dropped, changed
     }
 
     /// One way a changed object differs: `aspect` (`type`, `not null`, `default`, `primary key`, `collation`,
     /// `columns`, `unique`, `definition`) and its value before and after (nil: none).
     public struct Aspect: Sendable, Equatable {
+        /// What differs.
         public let aspect: String
+        /// Its value in the first schema; nil: none.
         public let old: String?
+        /// Its value in the second schema; nil: none.
         public let new: String?
 
+        /// Creates an aspect from its name and its values before and after.
         public init(_ aspect: String, old: String?, new: String?) {
             self.aspect = aspect
             self.old = old
@@ -42,7 +57,9 @@ public struct SchemaChange: Sendable, Equatable {
         }
     }
 
+    /// What kind of object changed.
     public let kind: SchemaObjectKind
+    /// Whether it was added, dropped or changed.
     public let action: Action
     /// The object's name (a constraint's is its text; another object's the first line of its definition).
     public let name: String
@@ -53,6 +70,7 @@ public struct SchemaChange: Sendable, Equatable {
     /// How a changed object differs; empty for one added or dropped.
     public let aspects: [Aspect]
 
+    /// Creates a change to one object.
     public init(kind: SchemaObjectKind, action: Action, name: String, table: String? = nil, definition: String? = nil,
                 aspects: [Aspect] = []) {
         self.kind = kind
@@ -66,9 +84,12 @@ public struct SchemaChange: Sendable, Equatable {
 
 /// Two snapshots of the same backend that cannot be compared: one SQLite, one PostgreSQL.
 public struct SchemaComparisonError: Error, Sendable, CustomStringConvertible {
+    /// The first schema's backend.
     public let old: DatabaseBackend
+    /// The second schema's backend.
     public let new: DatabaseBackend
 
+    /// Which backend each schema is of, and that they cannot be compared.
     public var description: String {
         "cannot compare a \(old.displayName) schema with a \(new.displayName) schema: their types, defaults and definitions are spelled differently; compare databases of one backend"
     }

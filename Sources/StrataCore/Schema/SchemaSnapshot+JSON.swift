@@ -6,12 +6,15 @@ import Foundation
 
 /// A schema file that cannot be read as a snapshot: what is wrong, naming the file.
 public struct SchemaFileError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong, naming the file.
     public let message: String
 
+    /// Creates the error from its message.
     public init(_ message: String) {
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }
 
@@ -20,6 +23,7 @@ extension SchemaSnapshot: Codable {
         case format, backend, tables, indexes, views, triggers, others
     }
 
+    /// Reads a snapshot from the JSON form `jsonData()` writes.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let format = try container.decode(Int.self, forKey: .format)
@@ -35,6 +39,7 @@ extension SchemaSnapshot: Codable {
         others = try container.decode([Other].self, forKey: .others)
     }
 
+    /// Writes the snapshot in its JSON form, with its format version.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(Self.formatVersion, forKey: .format)

@@ -16,15 +16,21 @@ public struct SchemaSnapshot: Sendable, Equatable {
     /// The version of the JSON form `jsonData()` writes; a file of another version is refused when loaded.
     public static let formatVersion = 1
 
+    /// The backend the schema was read from.
     public var backend: DatabaseBackend
+    /// The tables, sorted by name.
     public var tables: [Table]
+    /// The indexes no constraint made, sorted by name.
     public var indexes: [Index]
+    /// The views, sorted by name.
     public var views: [View]
+    /// The triggers, sorted by name.
     public var triggers: [Trigger]
     /// What a backend has beyond the four kinds above (PostgreSQL: schemas, extensions, types, domains, sequences,
     /// functions, rules, policies, …), compared by their definition text. Always empty on SQLite.
     public var others: [Other]
 
+    /// Creates a snapshot from its parts.
     public init(backend: DatabaseBackend, tables: [Table] = [], indexes: [Index] = [], views: [View] = [],
                 triggers: [Trigger] = [], others: [Other] = []) {
         self.backend = backend
@@ -37,7 +43,9 @@ public struct SchemaSnapshot: Sendable, Equatable {
 
     /// A table and what it is made of.
     public struct Table: Sendable, Equatable, Codable {
+        /// The table's name.
         public var name: String
+        /// Its columns, in declaration order.
         public var columns: [Column]
         /// Its constraints other than the primary key and NOT NULL (which its columns carry), each as one text,
         /// sorted: SQLite's `UNIQUE (…)` and `FOREIGN KEY (…) REFERENCES …` as its catalog reports them; PostgreSQL's
@@ -56,6 +64,7 @@ public struct SchemaSnapshot: Sendable, Equatable {
         /// in key order, sorted. Nil when not known, as `foreignKeys`.
         public var uniqueKeys: [[String]]?
 
+        /// Creates a table from its parts.
         public init(name: String, columns: [Column], constraints: [String], definition: String,
                     foreignKeys: [ForeignKey]? = nil, uniqueKeys: [[String]]? = nil) {
             self.name = name
@@ -80,6 +89,7 @@ public struct SchemaSnapshot: Sendable, Equatable {
         /// when that cannot be told (a SQLite key naming no columns of a table that does not exist).
         public var referencedColumns: [String]
 
+        /// Creates a foreign key from its columns and the columns it refers to.
         public init(name: String? = nil, columns: [String], referencedTable: String, referencedColumns: [String]) {
             self.name = name
             self.columns = columns
@@ -98,9 +108,11 @@ public struct SchemaSnapshot: Sendable, Equatable {
 
     /// A column of a table.
     public struct Column: Sendable, Equatable, Codable {
+        /// The column's name.
         public var name: String
         /// The declared type (SQLite: in upper case with spaces normalised; PostgreSQL: as `format_type` prints it).
         public var type: String
+        /// Whether the column is declared NOT NULL.
         public var notNull: Bool
         /// The default as SQL text, normalised; PostgreSQL's identity and generated columns say so here
         /// (`GENERATED ALWAYS AS IDENTITY`, `GENERATED ALWAYS AS (…) STORED`). Nil when there is none.
@@ -110,6 +122,7 @@ public struct SchemaSnapshot: Sendable, Equatable {
         /// The collation when it is not the type's default (SQLite: anything but `BINARY`), else nil.
         public var collation: String?
 
+        /// Creates a column from its parts.
         public init(name: String, type: String, notNull: Bool, defaultSQL: String?, primaryKeyPosition: Int,
                     collation: String? = nil) {
             self.name = name
@@ -139,15 +152,19 @@ public struct SchemaSnapshot: Sendable, Equatable {
 
     /// An index that no constraint made.
     public struct Index: Sendable, Equatable, Codable {
+        /// The index's name.
         public var name: String
+        /// The table it indexes.
         public var table: String
         /// Its key columns in order; an expression is its text (PostgreSQL) or `<expression>` (SQLite, whose
         /// catalog does not keep it apart), a descending column ends in ` DESC`.
         public var columns: [String]
+        /// Whether the index is unique.
         public var unique: Bool
         /// The whole `CREATE INDEX` (normalised on SQLite), which also holds a partial index's `WHERE`.
         public var definition: String
 
+        /// Creates an index from its parts.
         public init(name: String, table: String, columns: [String], unique: Bool, definition: String) {
             self.name = name
             self.table = table
@@ -159,9 +176,12 @@ public struct SchemaSnapshot: Sendable, Equatable {
 
     /// A view (PostgreSQL: materialized views too, whose definition says so).
     public struct View: Sendable, Equatable, Codable {
+        /// The view's name.
         public var name: String
+        /// Its definition, as the database keeps it.
         public var definition: String
 
+        /// Creates a view from its name and definition.
         public init(name: String, definition: String) {
             self.name = name
             self.definition = definition
@@ -170,10 +190,14 @@ public struct SchemaSnapshot: Sendable, Equatable {
 
     /// A trigger on a table or view.
     public struct Trigger: Sendable, Equatable, Codable {
+        /// The trigger's name.
         public var name: String
+        /// The table or view it is on.
         public var table: String
+        /// Its definition, as the database keeps it.
         public var definition: String
 
+        /// Creates a trigger from its parts.
         public init(name: String, table: String, definition: String) {
             self.name = name
             self.table = table
@@ -184,10 +208,14 @@ public struct SchemaSnapshot: Sendable, Equatable {
     /// Another object: `kind` says what it is (`function`, `sequence`, …), `name` is the first line of its
     /// definition (a function's signature), which pairs an object with its changed self.
     public struct Other: Sendable, Equatable, Codable {
+        /// What the object is (`function`, `sequence`, …).
         public var kind: String
+        /// The first line of its definition, which pairs it with its changed self.
         public var name: String
+        /// Its whole definition.
         public var definition: String
 
+        /// Creates an object of `kind`; its name is its definition's first line.
         public init(kind: String, definition: String) {
             self.kind = kind
             self.definition = definition

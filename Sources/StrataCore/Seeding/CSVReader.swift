@@ -11,11 +11,16 @@ import Darwin
 
 /// A malformed CSV file, with the physical place (lines count breaks inside quoted fields).
 public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The CSV file.
     public let file: String
+    /// The 1-based physical line.
     public let line: Int
+    /// The 1-based column (field) in the record.
     public let column: Int
+    /// What is wrong and what was expected.
     public let message: String
 
+    /// The file, line and column, then the message.
     public var description: String { placeDescription(file, line, column, message) }
 }
 

@@ -6,11 +6,16 @@ import Foundation
 
 /// A seed set that cannot be loaded: the file and line, and what is wrong (with the column and value).
 public struct SeedError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The CSV file.
     public let file: String
+    /// The 1-based line, where one row is at fault.
     public let line: Int?
+    /// The 1-based column, where one field is at fault.
     public let column: Int?
+    /// What is wrong, with the column and value.
     public let message: String
 
+    /// Creates the error, naming what it knows of the place.
     public init(file: String, line: Int?, column: Int?, message: String) {
         self.file = file
         self.line = line
@@ -18,6 +23,7 @@ public struct SeedError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
 
+    /// The file, line and column, then the message.
     public var description: String { placeDescription(file, line, column, message) }
 }
 

@@ -20,6 +20,7 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
     public let sql: String?
     /// 1-based line and column of the failing statement's start, for errors from a script.
     public let line: Int?
+    /// The 1-based column of the failing statement's start, for errors from a script (see `line`).
     public let column: Int?
     /// The constraint the database names as the one refused, where it names one (PostgreSQL's error fields); nil
     /// otherwise (SQLite names a constraint only in its message).
@@ -46,6 +47,7 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
         /// The constraint's (or the unique index's) name.
         public let name: String
 
+        /// Creates the name of a constraint, with its table and schema where known.
         public init(schema: String?, table: String?, name: String) {
             self.schema = schema
             self.table = table
@@ -132,6 +134,7 @@ public struct DatabaseError: Error, Equatable, Sendable, CustomStringConvertible
         kind == .lockNotAvailable || kind == .deadlock
     }
 
+    /// The message, with the backend's code and the place where known.
     public var description: String {
         var text = code.map { "\($0.backend) error \($0.value) (\($0.name))" } ?? "error (\(kind.rawValue))"
         if let line, let column { text += " at line \(line), column \(column)" }
@@ -164,11 +167,13 @@ public struct BackendCode: Sendable, Equatable, CustomStringConvertible {
     /// The database's name for the code ("constraint failed").
     public let name: String
 
+    /// Creates a code as the backend names it.
     public init(backend: String, value: String, name: String) {
         self.backend = backend
         self.value = value
         self.name = name
     }
 
+    /// The backend, the code and its name.
     public var description: String { "\(backend) \(value) (\(name))" }
 }

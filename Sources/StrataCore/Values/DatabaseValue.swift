@@ -6,12 +6,18 @@ import Foundation
 
 /// One SQLite value, in SQLite's five storage classes.
 public enum DatabaseValue: Equatable, Hashable, Sendable, CustomStringConvertible {
+    /// SQL NULL.
     case null
+    /// A 64-bit integer.
     case integer(Int64)
+    /// A double-precision floating-point number.
     case real(Double)
+    /// Text.
     case text(String)
+    /// Bytes.
     case blob(Data)
 
+    /// Whether the value is NULL.
     public var isNull: Bool { self == .null }
 
     /// The storage class name, as SQLite's `typeof()` spells it.
@@ -25,6 +31,7 @@ public enum DatabaseValue: Equatable, Hashable, Sendable, CustomStringConvertibl
         }
     }
 
+    /// The value as SQL would write it, for messages.
     public var description: String {
         switch self {
         case .null: "NULL"
@@ -38,6 +45,7 @@ public enum DatabaseValue: Equatable, Hashable, Sendable, CustomStringConvertibl
 
 /// SQLite's five storage classes, without a value.
 public enum StorageClass: Sendable, Equatable {
+    /// One of SQLite's storage classes.
     case null, integer, real, text, blob
 }
 
@@ -61,12 +69,16 @@ public protocol DatabaseValueConvertible {
 }
 
 extension DatabaseValue: DatabaseValueConvertible {
+    /// The value itself.
     public var databaseValue: DatabaseValue { self }
+    /// The value itself.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> DatabaseValue? { value }
 }
 
 extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvertible {
+    /// The wrapped value's database value, or NULL.
     public var databaseValue: DatabaseValue { self?.databaseValue ?? .null }
+    /// Nil wrapped in an optional for NULL, else the wrapped type's reading of the value.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Wrapped?? {
         if case .null = value { return .some(nil) }
         return Wrapped.fromDatabaseValue(value).map { .some($0) }
@@ -74,7 +86,9 @@ extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvert
 }
 
 extension Int64: DatabaseValueConvertible {
+    /// The integer.
     public var databaseValue: DatabaseValue { .integer(self) }
+    /// The integer, or a real with an exact integer value; nil for anything else.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Int64? {
         switch value {
         case .integer(let v): v
@@ -92,6 +106,7 @@ extension BinaryInteger where Self: DatabaseValueConvertible {
         if let exact = Int64(exactly: self) { return .integer(exact) }
         return .real(Double(self))
     }
+    /// The integer when it fits `Self`; nil for anything else.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Self? {
         Int64.fromDatabaseValue(value).flatMap { Self(exactly: $0) }
     }
@@ -108,7 +123,9 @@ extension UInt32: DatabaseValueConvertible {}
 extension UInt64: DatabaseValueConvertible {}
 
 extension Double: DatabaseValueConvertible {
+    /// The number as a real.
     public var databaseValue: DatabaseValue { .real(self) }
+    /// A real, or an integer a `Double` holds exactly; nil for anything else.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Double? {
         switch value {
         case .real(let d): d
@@ -120,6 +137,7 @@ extension Double: DatabaseValueConvertible {
 }
 
 extension Float: DatabaseValueConvertible {
+    /// The number as a real.
     public var databaseValue: DatabaseValue { .real(Double(self)) }
     /// Rounds to the nearest `Float`; a finite number beyond Float's range does not convert (rather than
     /// becoming infinity).
@@ -131,6 +149,7 @@ extension Float: DatabaseValueConvertible {
 }
 
 extension Bool: DatabaseValueConvertible {
+    /// 1 for true, 0 for false.
     public var databaseValue: DatabaseValue { .integer(self ? 1 : 0) }
     /// Reads 0 and 1 only; any other number is not a boolean and does not convert.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Bool? {
@@ -143,7 +162,9 @@ extension Bool: DatabaseValueConvertible {
 }
 
 extension String: DatabaseValueConvertible {
+    /// The string as text.
     public var databaseValue: DatabaseValue { .text(self) }
+    /// The text; nil for anything else.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> String? {
         if case .text(let s) = value { return s }
         return nil
@@ -151,7 +172,9 @@ extension String: DatabaseValueConvertible {
 }
 
 extension Data: DatabaseValueConvertible {
+    /// The bytes as a blob.
     public var databaseValue: DatabaseValue { .blob(self) }
+    /// The blob's bytes, or text's UTF-8 bytes; nil for anything else.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Data? {
         switch value {
         case .blob(let d): d
@@ -208,7 +231,9 @@ extension UUID: DatabaseValueConvertible {
 }
 
 extension URL: DatabaseValueConvertible {
+    /// The URL's absolute string as text.
     public var databaseValue: DatabaseValue { .text(absoluteString) }
+    /// The URL the text spells; nil for anything else.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> URL? {
         if case .text(let s) = value { return URL(string: s) }
         return nil
@@ -218,6 +243,7 @@ extension URL: DatabaseValueConvertible {
 extension Decimal: DatabaseValueConvertible {
     /// Decimals are stored as text so no digit is lost to binary floating point.
     public var databaseValue: DatabaseValue { .text(description) }
+    /// The decimal that text spells exactly, or an integer or real as a decimal; nil for anything else.
     public static func fromDatabaseValue(_ value: DatabaseValue) -> Decimal? {
         switch value {
         case .text(let s): exactDecimal(s)

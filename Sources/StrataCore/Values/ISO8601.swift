@@ -12,20 +12,26 @@ import Foundation
 public enum ISO8601 {
     /// A parsed instant: whole seconds since 1970 (UTC), the sub-second part, and whether a time was given.
     public struct Instant: Equatable, Sendable {
+        /// Whole seconds since 1970-01-01T00:00:00Z.
         public var seconds: Int64
+        /// The sub-second part, in nanoseconds.
         public var nanoseconds: Int32
+        /// Whether the text gave a time, not only a date.
         public var hasTime: Bool
 
+        /// The instant as a `Date`.
         public var date: Date {
             Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(nanoseconds) / 1e9)
         }
     }
 
+    /// The date an ISO-8601 date or datetime spells; nil when the text is not one.
     public static func parse(_ text: String) -> Date? {
         var text = text
         return text.withUTF8 { parse(bytes: $0)?.date }
     }
 
+    /// The instant an ISO-8601 date or datetime in UTF-8 bytes spells; nil when the bytes are not one.
     public static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Instant? {
         var reader = ByteReader(bytes: bytes)
         guard let year = reader.digits(4), reader.take(UInt8(ascii: "-")),

@@ -6,11 +6,13 @@ import Foundation
 
 /// The column names of a result set and their case-insensitive index, shared by all its rows.
 public final class RowLayout: Sendable {
+    /// The column names, in result order.
     public let names: [String]
     /// How the rows' database stores dates, which decides what a number read as a `Date` means.
     public let dateStorage: DateStorage
     let indexByLowercasedName: [String: Int]
 
+    /// Creates a layout for columns named `names`, whose dates are stored as `dateStorage` says.
     public init(names: [String], dateStorage: DateStorage = .iso8601Text) {
         self.names = names
         self.dateStorage = dateStorage
@@ -47,9 +49,12 @@ public struct Row: Sendable, Equatable, CustomStringConvertible {
         self.values = values
     }
 
+    /// The column names, in result order.
     public var columnNames: [String] { layout.names }
+    /// The number of columns.
     public var count: Int { values.count }
 
+    /// The value of the column at the 0-based `index`.
     public subscript(index: Int) -> DatabaseValue { values[index] }
 
     /// The value of the named column, or nil when the row has no such column.
@@ -91,10 +96,12 @@ public struct Row: Sendable, Equatable, CustomStringConvertible {
         return converted
     }
 
+    /// Whether two rows have the same column names and values.
     public static func == (lhs: Row, rhs: Row) -> Bool {
         lhs.columnNames == rhs.columnNames && lhs.values == rhs.values
     }
 
+    /// The row's columns and values, for messages and debugging.
     public var description: String {
         "[" + zip(columnNames, values).map { "\($0): \($1)" }.joined(separator: ", ") + "]"
     }

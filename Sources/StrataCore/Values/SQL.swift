@@ -39,6 +39,7 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
         pieces = [.text(text)]
     }
 
+    /// Creates SQL from an interpolated literal: interpolated values become arguments, not text.
     public init(stringInterpolation: Interpolation) {
         pieces = stringInterpolation.pieces
     }
@@ -78,10 +79,12 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
     public struct Interpolation: StringInterpolationProtocol, Sendable {
         fileprivate var pieces: [Piece] = []
 
+        /// Creates an empty interpolation, as the compiler does for a literal.
         public init(literalCapacity: Int, interpolationCount: Int) {
             pieces.reserveCapacity(2 * interpolationCount + 1)
         }
 
+        /// Appends literal SQL text.
         public mutating func appendLiteral(_ literal: String) {
             pieces.append(.text(literal))
         }

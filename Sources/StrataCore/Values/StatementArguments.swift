@@ -11,6 +11,7 @@ import Foundation
 /// try db.execute("UPDATE authors SET born = :born WHERE name = :name", ["name": "Jane Austen", "born": 1775])
 /// ```
 public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    /// Values bound to `?` placeholders, in order.
     case positional([DatabaseValue])
     /// Keys may be written with or without their `:`, `@` or `$` prefix.
     case named([String: DatabaseValue])
@@ -26,16 +27,20 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
     /// until a statement binds them, since a database may store dates as numbers (`SQLDialect.dateStorage`).
     case namedWithDates([String: DatabaseValue], dates: [String: Date])
 
+    /// No arguments.
     public static let none = StatementArguments.positional([])
 
+    /// Positional arguments from an array literal; nil binds NULL.
     public init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
         self.init(positional: elements)
     }
 
+    /// Named arguments from a dictionary literal; nil binds NULL.
     public init(dictionaryLiteral elements: (String, (any DatabaseValueConvertible)?)...) {
         self.init(named: elements.map { ($0.0, $0.1) })
     }
 
+    /// Positional arguments from values.
     public init(_ values: [any DatabaseValueConvertible]) {
         self.init(positional: values)
     }
@@ -74,10 +79,12 @@ public enum StatementArguments: Sendable, ExpressibleByArrayLiteral, Expressible
         self = dates.isEmpty ? .named(converted) : .namedWithDates(converted, dates: dates)
     }
 
+    /// Positional arguments from database values.
     public init(_ values: [DatabaseValue]) {
         self = .positional(values)
     }
 
+    /// Named arguments from values keyed by parameter name.
     public init(_ values: [String: any DatabaseValueConvertible]) {
         self.init(named: values.map { ($0.key, $0.value) })
     }

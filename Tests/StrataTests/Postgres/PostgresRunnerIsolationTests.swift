@@ -141,21 +141,35 @@ final class PostgresRunnerIsolationTests: XCTestCase {
 
     // MARK: Exactly once
 
-    /// `pg_advisory_unlock_all()` in a file releases the deployers' lock too; another deployer could then run the
-    /// same step. The step is rolled back, saying why.
-    func testAStepThatReleasesTheDeployersLockIsRolledBack() throws {
+    /// `pg_advisory_unlock_all()` in a file releases session locks only: the deployers' lock belongs to the step's
+    /// transaction, so no other deployer can take the step while it runs, and the step is applied.
+    func testAStepThatReleasesItsSessionsLocksKeepsTheDeployersLock() throws {
         let (migrator, db, _) = try project([
             "001_log.sql": "CREATE TABLE log (who text);",
-            "002_backfill.sql": "SELECT pg_advisory_lock(42);\nINSERT INTO log VALUES ('backfill');\nSELECT pg_advisory_unlock_all();\n",
+            "002_backfill.sql": "SELECT pg_advisory_lock(42);\nINSERT INTO log VALUES ('backfill');\nSELECT pg_advisory_unlock_all();\n"
+                + "SELECT 1 / count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND classid = 21364::oid;\n",
         ])
         let report = try migrator.migrate()
-        XCTAssertEqual(report.applied.map(\.id), ["001_log.sql"])
-        let failure = try XCTUnwrap(report.failure)
-        XCTAssertEqual(failure.id, "002_backfill.sql")
-        XCTAssertEqual(failure.aftermath, .rolledBack)
-        XCTAssertTrue(failure.message.contains("released Strata's deployers' advisory lock"), failure.message)
-        XCTAssertEqual(try db.scalar("SELECT count(*) FROM log", as: Int.self), 0)
-        XCTAssertNil(try db.history.record(kind: .migration, identity: "002_backfill.sql"))
+        XCTAssertNil(report.failure)
+        XCTAssertEqual(report.applied.map(\.id), ["001_log.sql", "002_backfill.sql"])
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM log", as: Int.self), 1)
+    }
+
+    /// Where the transaction writing a step's history row does not hold the deployers' lock (the server session
+    /// changed under the step, as a pooler changes it between transactions), the step is refused saying so, with
+    /// the two server processes, and the file is not blamed.
+    func testALostDeployersLockNamesTheSessionChangeNotTheFile() throws {
+        let (_, connection, _) = try project(["001_log.sql": "CREATE TABLE log (who text);"])
+        XCTAssertThrowsError(try connection.withTransaction {
+            connection.holdsDeployLock = true
+            connection.deployLockSession = 1
+            try connection.confirmDeployLockHeld()
+        }) { error in
+            let message = (error as? DatabaseError)?.message ?? "\(error)"
+            XCTAssertTrue(message.contains("server process 1 took it"), message)
+            XCTAssertTrue(message.contains("connection pooler"), message)
+            XCTAssertFalse(message.contains("in the file"), message)
+        }
     }
 
     /// A `transaction="none"` file that releases every advisory lock of its session does not release its claim,

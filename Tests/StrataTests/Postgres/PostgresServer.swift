@@ -57,6 +57,12 @@ final class PostgresServer: @unchecked Sendable {
         return extra.isEmpty ? text : text + " " + extra
     }
 
+    /// The throwaway server's socket directory; nil for a server named by `STRATA_TEST_POSTGRES_URL`.
+    var socketDirectory: String? { instance?.socketDirectory.path }
+
+    /// The server's port (the throwaway one's socket number).
+    var port: String { base.port }
+
     /// Whether connecting takes a password (an existing server named by `STRATA_TEST_POSTGRES_URL`).
     var usesPassword: Bool { base.password != nil }
 

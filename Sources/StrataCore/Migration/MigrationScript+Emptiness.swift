@@ -1,0 +1,30 @@
+extension MigrationScript {
+    /// Whether the part holds nothing that runs: only blanks, `--` and `/* */` comments and semicolons, as the
+    /// empty down section `strata new` writes is until someone fills it. A rollback must not count such a down as
+    /// having undone its step. False for a file that cannot be read or is larger than `recordedTextLimit` (the run
+    /// reports the first, and the second is not empty).
+    func holdsNoStatement() -> Bool {
+        guard let bytes = Self.fileBytes(path, atMost: Self.recordedTextLimit),
+              let range = try? section(of: bytes).range else { return false }
+        var index = range.lowerBound
+        while index < range.upperBound {
+            let byte = bytes[index]
+            let next = index + 1 < range.upperBound ? bytes[index + 1] : 0
+            if byte == UInt8(ascii: "-") && next == UInt8(ascii: "-") {
+                while index < range.upperBound && bytes[index] != UInt8(ascii: "\n") { index += 1 }
+            } else if byte == UInt8(ascii: "/") && next == UInt8(ascii: "*") {
+                index += 2
+                while index + 1 < range.upperBound && !(bytes[index] == UInt8(ascii: "*") && bytes[index + 1] == UInt8(ascii: "/")) {
+                    index += 1
+                }
+                index += 2
+            } else if byte == UInt8(ascii: ";") || byte == 0xEF || byte == 0xBB || byte == 0xBF
+                        || byte == UInt8(ascii: " ") || (byte >= 0x09 && byte <= 0x0D) {
+                index += 1
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+}
