@@ -17,6 +17,7 @@ public struct DatabaseUnreachable: Error, Sendable, CustomStringConvertible {
     /// True when a stop request (SIGINT, SIGTERM) ended the wait before its limit.
     public let stopped: Bool
 
+    /// The message, with how long the command waited when it did.
     public var description: String {
         guard let waited else { return message }
         return stopped ? "stopped waiting for \(database): \(message)"

@@ -14,7 +14,9 @@ import StrataCore
 public enum SQLiteScratchCheck {
     /// What the check found: problems (the file would fail), and warnings saying what was not checked and why.
     public struct Result: Sendable, Equatable {
+        /// SQL SQLite refused, at its file, line and column: a migrate would fail there.
         public var problems: [ManifestProblem] = []
+        /// What was not checked, and why (a code step, a function the program registers, a failed file before).
         public var warnings: [ManifestProblem] = []
     }
 
