@@ -73,7 +73,8 @@ public struct SQLValidation: Sendable {
             guard case .seed(let seed) = step, let reason = dialect.seedRefusal(seed) else { return nil }
             return ManifestProblem(seed.location, reason)
         }
-        return (Migrator.lint(migrations, dialect: dialect) + seeds, Migrator.lintWarnings(migrations))
+        return (Migrator.lint(migrations, dialect: dialect) + Migrator.downLint(migrations, dialect: dialect) + seeds,
+                Migrator.lintWarnings(migrations))
     }
 
     /// The other backend's syntax in the files run on `backend`.
