@@ -7,17 +7,26 @@ import Foundation
 /// Picks the backend for a database named on the command line or in a manifest: what a deploy script names with
 /// `--database`, a Swift program names here.
 public enum DatabaseTargets {
-    /// The database `option` (a `--database` value) names, else the manifest's `<database>`; throws
-    /// `MigrationError.noDatabase` when neither names one, and `DatabaseLocationError` for a name its backend refuses.
-    public static func target(option: String?, manifest: Manifest?) throws -> any DatabaseTarget {
-        try target(option: option, manifest: manifest, direct: nil)
+    /// The variables naming the database when neither `--database` nor the manifest does, the first set (and not
+    /// empty) winning: `STRATA_DATABASE` (Strata's own), then `DATABASE_URL` (the name hosting platforms and CI
+    /// services set).
+    public static let environmentVariables = ["STRATA_DATABASE", "DATABASE_URL"]
+
+    /// The database `option` (a `--database` value) names, else the manifest's `<database>`, else the first of
+    /// `environmentVariables` set in `environment`; throws `MigrationError.noDatabase` when none names one, and
+    /// `DatabaseLocationError` for a name its backend refuses. A value from `option` or a variable that would make a
+    /// new SQLite file of a bare word (`errdb`: no directory, no `.sqlite`/`.sqlite3`/`.db` ending, no `file:`
+    /// form, no such file) is refused too: it is more likely a PostgreSQL database's name than a file wanted there.
+    public static func target(option: String?, manifest: Manifest?, environment: [String: String] = [:]) throws -> any DatabaseTarget {
+        try target(option: option, manifest: manifest, direct: nil, environment: environment)
     }
 
-    /// `target(option:manifest:)`, with `direct` (a `--direct-database` value): a connection straight to the same
-    /// PostgreSQL database for what needs a session of its own while it runs, when the target goes through a
-    /// connection pooler (`PostgresConnection.directURL`). Refused for a SQLite target.
-    public static func target(option: String?, manifest: Manifest?, direct: String?) throws -> any DatabaseTarget {
-        let target = try baseTarget(option: option, manifest: manifest)
+    /// `target(option:manifest:environment:)`, with `direct` (a `--direct-database` value): a connection straight to
+    /// the same PostgreSQL database for what needs a session of its own while it runs, when the target goes through
+    /// a connection pooler (`PostgresConnection.directURL`). Refused for a SQLite target.
+    public static func target(option: String?, manifest: Manifest?, direct: String?,
+                              environment: [String: String] = [:]) throws -> any DatabaseTarget {
+        let target = try baseTarget(option: option, manifest: manifest, environment: environment)
         guard let direct else { return target }
         guard let postgres = target as? PostgresTarget, PostgresURL.isURI(direct) || DatabaseURL.isKeywordValue(direct) else {
             throw DatabaseLocationError("--direct-database names a PostgreSQL connection straight to the server (postgresql://… or host=… dbname=…), used with a PostgreSQL --database that goes through a connection pooler")
@@ -25,10 +34,10 @@ public enum DatabaseTargets {
         return PostgresTarget(url: postgres.url, historySchema: postgres.historySchema, directURL: direct)
     }
 
-    private static func baseTarget(option: String?, manifest: Manifest?) throws -> any DatabaseTarget {
+    private static func baseTarget(option: String?, manifest: Manifest?, environment: [String: String]) throws -> any DatabaseTarget {
         if let option {
-            return try target(location: option, source: "--database '\(DatabaseURL.redacted(option))'",
-                              historySchema: manifest?.databaseSchema)
+            return try checkedWord(try target(location: option, source: "--database '\(DatabaseURL.redacted(option))'",
+                                              historySchema: manifest?.databaseSchema), location: option)
         }
         if let manifest, manifest.databaseBackend == .postgresql {
             return PostgresTarget(url: try manifest.resolvedDatabaseURL(), historySchema: manifest.databaseSchema)
@@ -36,7 +45,30 @@ public enum DatabaseTargets {
         if let path = manifest?.databasePath.map(displayPath) {
             return try target(location: path, source: "<database path=\"\(DatabaseURL.redacted(path))\">")
         }
+        for name in environmentVariables {
+            guard let value = environment[name], !value.isEmpty else { continue }
+            let source = "$\(name) ('\(DatabaseURL.redacted(value))')"
+            return try checkedWord(try target(location: value, source: source, historySchema: manifest?.databaseSchema),
+                                   location: value)
+        }
         throw MigrationError.noDatabase
+    }
+
+    /// `target`, unless it is a SQLite file that does not exist named by a bare word (see `target(option:…)`).
+    static func checkedWord(_ target: any DatabaseTarget, location: String) throws -> any DatabaseTarget {
+        guard let sqlite = target as? SQLiteTarget, !sqlite.exists, isBareWord(location) else { return target }
+        let shown = DatabaseURL.redacted(location)
+        throw DatabaseLocationError("\(sqlite.source) is no file here, and a bare name would become a new SQLite file '\(shown)' "
+                                    + "in the current directory. For the PostgreSQL database \(shown), name it as libpq does: "
+                                    + "postgres://HOST/\(shown) (or host=HOST dbname=\(shown)); to create a SQLite file, "
+                                    + "write ./\(shown) or a name ending in .sqlite, .sqlite3 or .db")
+    }
+
+    /// A name with no directory, no SQLite file ending and no `file:` form.
+    static func isBareWord(_ location: String) -> Bool {
+        guard !location.contains("/"), !location.hasPrefix("file:") else { return false }
+        let lower = location.lowercased()
+        return ![".sqlite", ".sqlite3", ".db"].contains { lower.hasSuffix($0) }
     }
 
     /// The database at `location`: a PostgreSQL connection URI (`postgres://`, `postgresql://`) or libpq

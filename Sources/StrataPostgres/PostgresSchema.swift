@@ -76,8 +76,14 @@ struct PostgresSchema {
     }
 
     /// SQL for the history table's oid (0 when absent), with `historyArguments` as its `$1` and `$2`: its
-    /// constraints, indexes, triggers, rules and policies are Strata's.
-    static let history = "COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.%I', $2::text, $1::text)), 0)"
+    /// constraints, indexes, triggers, rules and policies are Strata's. Where the connection's history schema holds
+    /// none, Strata's history elsewhere (a `strata_history` its guard trigger is on, in a schema outside
+    /// `search_path`) is Strata's all the same: never part of the user's schema.
+    static let history = """
+        COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.%I', $2::text, $1::text)),
+                 (SELECT hc.oid FROM pg_catalog.pg_class hc JOIN pg_catalog.pg_trigger ht ON ht.tgrelid = hc.oid
+                  WHERE hc.relname = $1::text AND ht.tgname = 'strata_history_guard' ORDER BY hc.oid LIMIT 1), 0)
+        """
     var historyArguments: StatementArguments { [PostgresHistory.table, connection.historySchema] }
 
     /// The statements of the text, by section (`kind`: `schema`, `table`, `view`, `index`, `constraint` for foreign
@@ -93,14 +99,14 @@ struct PostgresSchema {
         sections.append(("schema", try lines("""
             SELECT format('CREATE SCHEMA %I;', n.nspname) FROM pg_catalog.pg_namespace n
             WHERE \(Self.userSchemas) AND n.nspname <> 'public' AND \(Self.notInExtension("pg_namespace", "n.oid"))
-              AND NOT (n.nspname = $1
+              AND NOT (n.oid = COALESCE((SELECT hc.relnamespace FROM pg_catalog.pg_class hc WHERE hc.oid = \(history)), 0)
                        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.relnamespace = n.oid
                                        AND c.relname NOT IN ('strata_history', 'strata_history_pkey'))
                        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.pronamespace = n.oid
                                        AND p.proname <> 'strata_history_guard')
                        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type t WHERE t.typnamespace = n.oid AND t.typrelid = 0
                                        AND t.typname <> '_strata_history'))
-            """, [connection.historySchema])))
+            """, historyArguments)))
         // Extensions made by initdb (plpgsql) are in every database; pg_dump leaves them out too.
         sections.append(("extension", try lines("""
             SELECT format('CREATE EXTENSION %I WITH SCHEMA %I VERSION %L;', x.extname, n.nspname, x.extversion)
@@ -244,8 +250,9 @@ struct PostgresSchema {
             WHERE \(Self.userSchemas) AND p.prokind IN ('f', 'p') AND \(Self.notInExtension("pg_proc", "p.oid"))
               AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
                               AND d.objid = p.oid AND d.deptype = 'i')
-              AND NOT (p.proname = 'strata_history_guard' AND n.nspname = $1)
-            """, [connection.historySchema])))
+              AND NOT (p.proname IN ('strata_history_guard', 'strata_history_guard_truncate')
+                       AND p.pronamespace = COALESCE((SELECT hc.relnamespace FROM pg_catalog.pg_class hc WHERE hc.oid = \(history)), 0))
+            """, historyArguments)))
         // A trigger a partition inherits from its parent's comes with the parent's.
         let inheritedTrigger = version >= 130_000 ? "t.tgparentid <> 0" : "false"
         sections.append(("trigger", try lines("""

@@ -27,7 +27,7 @@ struct ScriptRules: Sendable {
     func refusal(pragma name: String, value: String) -> String? {
         switch name {
         case "foreign_keys" where insideTransaction:
-            return "PRAGMA foreign_keys is silently ignored inside a transaction: Strata runs each migration with foreign keys off and checks them before commit; to enforce them while a file runs, set foreignKeys=\"on\" on its <migration>"
+            return "PRAGMA foreign_keys is silently ignored inside a transaction, and Strata runs this file in one: delete the PRAGMA (Strata runs each migration with foreign keys off and checks them all before it commits; to have them enforced while the file runs instead, also set foreignKeys=\"on\" on its <migration>), or mark the file transaction=\"none\" in the manifest, where the PRAGMA takes effect (the file is then no longer all or nothing)"
         case "journal_mode" where insideTransaction:
             return "PRAGMA journal_mode cannot change inside a transaction; mark the file transaction=\"none\" in the manifest"
         case "journal_mode" where value == "off" || value == "memory":

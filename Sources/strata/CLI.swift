@@ -13,7 +13,15 @@ import Strata
 
 /// The command table and dispatch. Commands only parse, call the library, and render.
 enum CLI {
-    static let manifestOptions: Set<String> = ["manifest", "database"]
+    /// `--wait` belongs to every command that connects: they all take `--database`.
+    static let manifestOptions: Set<String> = ["manifest", "database", "wait"]
+    static let waitHelp = """
+        The database: --database, else the manifest's <database>, else $STRATA_DATABASE, else $DATABASE_URL.
+          --wait SECONDS  while the database does not answer (a PostgreSQL server not up yet or starting, a SQLite
+                          file that cannot be opened yet), retry connecting with backoff for up to SECONDS; then,
+                          or at once without --wait, exit 5. A server that answers and refuses the login or has no
+                          such database is exit 5 at once.
+        """
 
     /// What bounds each step's statements on a busy server (PostgreSQL; SQLite ignores them).
     static let stepOptions: Set<String> = ["lock-timeout", "lock-retries", "statement-timeout"]
@@ -53,10 +61,21 @@ enum CLI {
 
     static let commands: [CommandSpec] = [
         CommandSpec(name: "validate", summary: "check a manifest, the files it names and their SQL",
-                    usage: "strata validate --manifest PATH", valueOptions: ["manifest"],
-                    details: "Exit 0 with a summary when valid; exit 1 listing every problem as path:line:column: message."),
+                    usage: "strata validate --manifest PATH [--database PATH]", valueOptions: ["manifest", "database"],
+                    details: """
+                        Checks the manifest, the files it names and their SQL, for each backend the manifest names: the
+                        runner's rules (what migrate refuses), the other backend's syntax (AUTOINCREMENT in a PostgreSQL
+                        file, SERIAL in a SQLite one), and then SQLite runs every migration in plan order on an empty
+                        in-memory database, so SQL it cannot run is found with its file:line:column. PostgreSQL's syntax is
+                        checked by a server only with --database postgres://… (each statement parsed, none run, in a
+                        read-only transaction rolled back); without one, or when it cannot connect, validate says so.
+                        --database D checks for D's backend only (a SQLite file is not opened). A manifest that names no
+                        backend is read by both backends' rules and only what both find is a problem.
+                        Exit 0 with a summary when valid; exit 3 listing every problem as path:line:column: message
+                        (as migrate refuses an invalid manifest).
+                        """),
         CommandSpec(name: "migrate", summary: "apply every pending migration and seed, in plan order",
-                    usage: "strata migrate --manifest PATH [--database PATH] [--direct-database URL] [--context NAME]... [--to ID] [--strict-order] [--timeout SECONDS] [--plan-id ID] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    usage: "strata migrate --manifest PATH [--database PATH] [--direct-database URL] [--wait SECONDS] [--context NAME]... [--to ID] [--strict-order] [--timeout SECONDS] [--plan-id ID] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
                     valueOptions: manifestOptions.union(["timeout", "plan-id", "to", "direct-database"]).union(stepOptions).union(backupOptions),
                     repeatableOptions: ["context"], flags: ["strict-order", "no-backup", "new-history"],
                     details: "--to ID applies the pending steps up to and including ID (plan order); later ones stay pending. An ID no step has is a usage error (exit 2) naming the nearest.\n"
@@ -64,12 +83,12 @@ enum CLI {
                         + "--direct-database URL (PostgreSQL): when --database goes through a connection pooler (PgBouncer), a connection straight to the same database for the claims of transaction=\"none\" steps; without it such a plan is refused (exit 3, reason pooler).\n\n"
                         + newHistoryHelp + "\n\n" + backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "seed", summary: "apply pending seed sets only",
-                    usage: "strata seed --manifest PATH [--database PATH] [--context NAME]... [--timeout SECONDS] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    usage: "strata seed --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]... [--timeout SECONDS] [--new-history] \(backupOptionsUsage) \(stepOptionsUsage)",
                     valueOptions: manifestOptions.union(["timeout"]).union(stepOptions).union(backupOptions),
                     repeatableOptions: ["context"], flags: ["no-backup", "new-history"],
                     details: backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "rehearse", summary: "run the pending plan where nothing is kept and report what migrate would do",
-                    usage: "strata rehearse --manifest PATH [--database PATH] [--context NAME]... [--to ID | --rollback-steps N | --rollback-to ID] [--strict-order] [--timeout SECONDS] [--lock-timeout SECONDS] [--statement-timeout SECONDS] [--new-history] \(backupOptionsUsage)",
+                    usage: "strata rehearse --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]... [--to ID | --rollback-steps N | --rollback-to ID] [--strict-order] [--timeout SECONDS] [--lock-timeout SECONDS] [--statement-timeout SECONDS] [--new-history] \(backupOptionsUsage)",
                     valueOptions: manifestOptions.union(["timeout", "lock-timeout", "statement-timeout", "to", "rollback-steps", "rollback-to"]).union(backupOptions),
                     repeatableOptions: ["context"], flags: ["strict-order", "no-backup", "new-history"],
                     details: """
@@ -87,14 +106,16 @@ enum CLI {
                         backup's room cannot be judged; the message says why).
                         """),
         CommandSpec(name: "status", summary: "show every step: applied, pending, drifted, missing or dirty",
-                    usage: "strata status --manifest PATH [--database PATH] [--context NAME]... [--new-history]",
-                    valueOptions: manifestOptions, repeatableOptions: ["context"], flags: ["new-history"],
-                    details: "Exit 3 when a step is drifted, missing or dirty."),
+                    usage: "strata status --manifest PATH [--database PATH] [--context NAME]... [--exit-code] [--wait SECONDS] [--new-history]",
+                    valueOptions: manifestOptions, repeatableOptions: ["context"], flags: ["new-history", "exit-code"],
+                    details: "Exit 3 when a step is drifted, missing or dirty, or an index is INVALID.\n"
+                        + "--exit-code  exit 6 when nothing is wrong but steps are pending (pending, a changed reapply seed, or one\n"
+                        + "             being applied now): a CI gate's 'is the database up to date?'."),
         CommandSpec(name: "plan", summary: "show what migrate would do, writing nothing",
-                    usage: "strata plan --manifest PATH [--database PATH] [--context NAME]... [--to ID] [--strict-order] [--sql] [--new-history]",
+                    usage: "strata plan --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]... [--to ID] [--strict-order] [--sql] [--new-history]",
                     valueOptions: manifestOptions.union(["to"]), repeatableOptions: ["context"], flags: ["sql", "strict-order", "new-history"]),
         CommandSpec(name: "rollback", summary: "undo the last N applied migrations, or those after ID, newest first",
-                    usage: "strata rollback --manifest PATH [--database PATH] (--steps N | --to ID) [--dry-run] [--timeout SECONDS] [--plan-id ID] \(backupOptionsUsage) \(stepOptionsUsage)",
+                    usage: "strata rollback --manifest PATH [--database PATH] [--wait SECONDS] (--steps N | --to ID) [--dry-run] [--timeout SECONDS] [--plan-id ID] \(backupOptionsUsage) \(stepOptionsUsage)",
                     valueOptions: manifestOptions.union(["timeout", "plan-id", "steps", "to"]).union(stepOptions).union(backupOptions),
                     flags: ["dry-run", "no-backup"],
                     details: """
@@ -109,7 +130,7 @@ enum CLI {
                         fails leaves its step applied and the database as before it (exit 1).
                         """ + "\n\n" + backupOptionsHelp + "\n\n" + stepOptionsHelp),
         CommandSpec(name: "baseline", summary: "record steps as applied without running them: up to FILE, or as another tool's history says",
-                    usage: "strata baseline (--through FILE|VERSION | --from TOOL) --manifest PATH [--database PATH] [--context NAME]...",
+                    usage: "strata baseline (--through FILE|VERSION | --from TOOL) --manifest PATH [--database PATH] [--wait SECONDS] [--context NAME]...",
                     valueOptions: manifestOptions.union(["through", "from"]), repeatableOptions: ["context"],
                     details: """
                         --through FILE|VERSION records every step up to and including FILE (or the one migration whose file
@@ -120,13 +141,13 @@ enum CLI {
                         missing or not the tool's, marks a step dirty or failed, or names a version no file has.
                         """),
         CommandSpec(name: "repair", summary: "re-record checksums of drifted steps; mark removed ones deleted",
-                    usage: "strata repair --manifest PATH [--database PATH]", valueOptions: manifestOptions),
+                    usage: "strata repair --manifest PATH [--database PATH] [--wait SECONDS]", valueOptions: manifestOptions),
         CommandSpec(name: "resolve", summary: "settle a dirty transaction=\"none\" step after checking it by hand",
-                    usage: "strata resolve FILE --applied|--rolled-back --manifest PATH [--database PATH]",
+                    usage: "strata resolve FILE --applied|--rolled-back --manifest PATH [--database PATH] [--wait SECONDS]",
                     valueOptions: manifestOptions, flags: ["applied", "rolled-back"], positionals: 1...1),
         CommandSpec(name: "restore", summary: "put a backup back: replace a SQLite database's contents with it",
                     usage: "strata restore BACKUP (--database PATH | --manifest PATH) [--timeout SECONDS] [--keep-current] [--other-database]",
-                    valueOptions: manifestOptions.union(["timeout"]), flags: ["keep-current", "other-database"],
+                    valueOptions: ["manifest", "database", "timeout"], flags: ["keep-current", "other-database"],
                     positionals: 1...1,
                     details: """
                         Checks BACKUP (a SQLite file passing PRAGMA integrity_check), copies the database as it is beside it
@@ -144,10 +165,10 @@ enum CLI {
                     valueOptions: ["manifest", "backend"], positionals: 1...1,
                     details: "With --backend, the first directory marked backend=\"…\" for it, else the first unmarked one."),
         CommandSpec(name: "check", summary: "check that every <model>'s table and mapped columns exist",
-                    usage: "strata check --manifest PATH [--database PATH]", valueOptions: manifestOptions,
+                    usage: "strata check --manifest PATH [--database PATH] [--wait SECONDS]", valueOptions: manifestOptions,
                     details: "Exit 3 listing every problem as path:line: message."),
         CommandSpec(name: "schema", summary: "print the database's schema in a stable order, for diffing",
-                    usage: "strata schema [--database PATH | --manifest PATH] [--format text|json|mermaid|dot]",
+                    usage: "strata schema [--database PATH | --manifest PATH] [--wait SECONDS] [--format text|json|mermaid|dot]",
                     valueOptions: manifestOptions,
                     details: """
                         --format text (the default) prints one statement per object; json also the schema as a snapshot
@@ -158,8 +179,8 @@ enum CLI {
                         """,
                     formats: ["text", "json", "mermaid", "dot"]),
         CommandSpec(name: "diff", summary: "compare two schemas: databases, or a database and a schema file",
-                    usage: "strata diff --database A (--database B | --schema FILE) [--manifest PATH]",
-                    valueOptions: ["manifest"], repeatableOptions: ["database", "schema"],
+                    usage: "strata diff --database A (--database B | --schema FILE) [--manifest PATH] [--wait SECONDS]",
+                    valueOptions: ["manifest", "wait"], repeatableOptions: ["database", "schema"],
                     details: """
                         Compares two schemas, the first turned into the second: each given --database (in the order given),
                         then each --schema FILE (written by 'strata schema --format json'); with --manifest and no
@@ -196,7 +217,10 @@ enum CLI {
               0        success or nothing to do
               1        a step failed
               2        usage error
-              3        drift, dirty state or validation failure; diff: the schemas differ
+              3        refused: drift, dirty state, an invalid manifest or migration; diff: the schemas differ
+              4        rehearse: whether migrate would succeed is not known
+              5        the database cannot be connected to or opened (after --wait, if given)
+              6        status --exit-code: steps are pending
               130/143  stopped by SIGINT/SIGTERM between steps
 
             Run 'strata <command> --help' or 'strata help <command>' for a command's options.
@@ -213,7 +237,8 @@ enum CLI {
 
     /// One command's usage, summary and details.
     static func help(_ spec: CommandSpec) -> String {
-        "Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)"
+        let wait = spec.valueOptions.contains("wait") ? "\n\n" + waitHelp : ""
+        return "Usage: \(spec.usage)\n\n\(spec.summary)\(spec.details.isEmpty ? "" : "\n\n" + spec.details)" + wait
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -223,8 +248,13 @@ enum CLI {
         }
         switch first {
         case "--help", "-h", "help":
-            // `strata help migrate` is `strata migrate --help`.
-            if first == "help", arguments.count == 2, let spec = commands.first(where: { $0.name == arguments[1] }) {
+            // `strata help migrate` is `strata migrate --help`; a command that does not exist is a usage error.
+            if first == "help", arguments.count >= 2 {
+                guard arguments.count == 2, let spec = commands.first(where: { $0.name == arguments[1] }) else {
+                    let named = arguments.count == 2 ? "no command '\(arguments[1])'" : "help takes one command"
+                    printError("strata help: \(named)\nRun 'strata --help' for the list of commands.")
+                    return ExitCode.usage
+                }
                 StandardOutput.print(help(spec))
             } else {
                 StandardOutput.print(usage)
@@ -250,49 +280,29 @@ enum CLI {
             let commandOutput = Output(invocation)
             output = commandOutput
             return try Commands(invocation: invocation, output: commandOutput).run()
-        } catch let error as UsageError {
-            printError("strata \(spec.name): \(error)\nUsage: \(spec.usage)")
-            return ExitCode.usage
-        } catch let error as DatabaseLocationError {
-            output?.object(["command": .string(spec.name), "error": .string("\(error)")])
-            printError("strata \(spec.name): \(error)\nUsage: \(spec.usage)")
-            return ExitCode.usage
-        } catch let error as ManifestError {
-            // An invalid manifest stops every command before it touches the database.
-            output?.object(["command": .string(spec.name), "error": "invalid-manifest",
-                            "problems": .array(error.problems.map(Commands.json)),
-                            "warnings": .array(error.warnings.map(Commands.json))])
-            printError(error.description)
-            if output?.quiet != true { for warning in error.warnings { printError("warning: \(warning)") } }
-            return spec.name == "validate" ? ExitCode.stepFailed : ExitCode.refused
-        } catch let error as BackupError {
-            // Refused before anything was read or written: exit 3, as every refusal; a failed copy or a busy
-            // database: exit 1. Nothing was applied or replaced either way.
-            switch error.kind {
-            case .unavailable, .refused:
-                output?.object(Commands.json(.refused([Refusal(reason: .backup, id: "", message: error.message)]), command: spec.name))
-                printError("strata \(spec.name): \(error)")
-                return ExitCode.refused
-            case .busy, .failed:
-                output?.object(["command": .string(spec.name), "error": .string(error.message)])
-                printError("strata \(spec.name): \(error)")
-                return ExitCode.stepFailed
-            }
-        } catch let error as MigrationError {
-            let code: Int32
-            switch error {
-            case .refused: code = ExitCode.refused
-            case .noDatabase, .unknownStep: code = ExitCode.usage
-            case .lockTimeout, .invalidStep: code = ExitCode.stepFailed
-            }
-            output?.object(Commands.json(error, command: spec.name))
-            printError("strata \(spec.name): \(error)")
-            return code
         } catch {
-            output?.object(["command": .string(spec.name), "error": .string("\(error)")])
-            printError("strata \(spec.name): \(error)")
-            return ExitCode.stepFailed
+            let failure = Failure.of(error, command: spec.name)
+            // A command line that did not parse still asked for JSON when it says --format json.
+            if output?.json ?? asksForJSON(arguments) { StandardOutput.print(failure.json(command: spec.name).rendered) }
+            switch error {
+            case let error as ManifestError:
+                printError(error.description)
+                if output?.quiet != true { for warning in error.warnings { printError("warning: \(warning)") } }
+            case is ValidateProblems:
+                printError(failure.message)
+            case is UsageError, is DatabaseLocationError:
+                printError("strata \(spec.name): \(failure.message)\nUsage: \(spec.usage)")
+            default:
+                printError("strata \(spec.name): \(failure.message)")
+            }
+            return failure.code
         }
+    }
+
+    /// Whether a command line asks for `--format json`, read without the parser (for a line the parser refused).
+    static func asksForJSON(_ arguments: [String]) -> Bool {
+        let options = arguments.prefix { $0 != "--" }
+        return options.contains("--format=json") || zip(options, options.dropFirst()).contains { $0 == "--format" && $1 == "json" }
     }
 }
 

@@ -14,18 +14,23 @@ import Strata
 extension Commands {
     func validate() throws -> Int32 {
         let manifest = try self.manifest()
-        // validate reads files only: no database is opened; each backend's plan is linted with its dialect.
-        let (problems, unchecked) = Migrator.lint(manifest, dialect: DatabaseTargets.dialect(for:))
-        for warning in unchecked { output.log("warning: \(warning)") }
-        let warnings = JSON.array((manifest.warnings + unchecked).map(Self.json))
-        if !problems.isEmpty {
-            output.object(["command": "validate", "valid": false, "problems": .array(problems.map(Self.json)),
-                           "warnings": warnings])
-            printError(problems.map(\.description).joined(separator: "\n"))
-            return ExitCode.stepFailed
+        // Without --database no database is opened; with it, its backend's plan is checked, on PostgreSQL by its
+        // server (parsed, never run). Each backend's plan is linted with its dialect.
+        let target = try invocation.value("database").map { try DatabaseTargets.target(option: $0, manifest: manifest) }
+        let validation = SQLValidation.validate(manifest, database: target)
+        // What could not be checked is said plainly.
+        for check in validation.checks where check.checked == "rules" && check.backend != nil { output.log("note: \(check.note)") }
+        for warning in validation.warnings { output.log("warning: \(warning)") }
+        let checks = JSON.array(validation.checks.map { check in
+            ["backend": .optional(check.backend?.rawValue), "checked": .string(check.checked), "note": .string(check.note)]
+        })
+        if !validation.problems.isEmpty {
+            // The same outcome, shape and exit code as a manifest every command refuses: migrate stops on these too.
+            throw ValidateProblems(ManifestError(problems: validation.problems, warnings: manifest.warnings + validation.warnings),
+                                   checks: checks)
         }
         // A manifest with backend marks says how many migrations each checked plan has.
-        let plans = manifest.validatedBackends.map { ($0, manifest.migrations(for: $0).count) }
+        let plans = validation.backends.map { ($0, manifest.migrations(for: $0).count) }
         let perBackend = manifest.migrations.contains { $0.backends != nil }
             ? " (" + plans.map { "\($0.0.displayName) \($0.1)" }.joined(separator: ", ") + ")" : ""
         let summary = counted(manifest.migrations.count, "migration") + perBackend + ", "
@@ -38,7 +43,8 @@ extension Commands {
         output.object(["command": "validate", "valid": true, "migrations": .optional(manifest.migrations.count),
                        "plans": .object(plans.map { ($0.0.rawValue, .optional($0.1)) }),
                        "seeds": .optional(manifest.seeds.count), "models": .optional(manifest.models.count),
-                       "warnings": warnings, "downs": .object(downs.map { ($0.0, .string($0.1)) })])
+                       "warnings": .array((manifest.warnings + validation.warnings).map(Self.json)), "checks": checks,
+                       "downs": .object(downs.map { ($0.0, .string($0.1)) })])
         return ExitCode.success
     }
 

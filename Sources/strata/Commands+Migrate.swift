@@ -36,10 +36,21 @@ extension Commands {
         }
         if !target.exists {
             // Refuse before opening for writing creates the database: an empty one reads the same as none.
-            let refusals = try Migrator(manifest: manifest, database: try target.openForReading()).refusals(options)
+            let refusals = try Migrator(manifest: manifest, database: try connect(target) { try target.openForReading() }).refusals(options)
             guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
         }
-        let migrator = Migrator(manifest: manifest, database: try openForWriting(target))
+        let database: any MigrationDatabase
+        do {
+            database = try openForWriting(target, cancellation: signals.cancellation)
+        } catch let error as DatabaseUnreachable where error.stopped {
+            // Stopped while waiting for the database: nothing ran.
+            let number = signals.received ?? SIGINT
+            output.object(["command": .string(command), "error": "stopped", "message": .string(error.description),
+                           "stoppedBy": .string(StopSignals.name(number))])
+            output.error("strata \(command): \(error)")
+            return 128 + number
+        }
+        let migrator = Migrator(manifest: manifest, database: database)
         var progress = ProgressLine(enabled: output.showsProgress)
         let keep = options.backup?.keep
         let idWidth = manifest.plan(for: migrator.database.dialect.backend).map(\.id.count).max() ?? 0
@@ -70,13 +81,17 @@ extension Commands {
             }
         }
         progress.clear()
-        output.object(["command": .string(command), "database": .string(path),
-                       "backup": report.backup.map(Self.json) ?? .null,
-                       "applied": .array(report.applied.map(Self.json)),
-                       "alreadyApplied": .array(report.alreadyApplied.map(JSON.string)),
-                       "failure": report.failure.map(Self.json) ?? .null,
-                       "stoppedBy": report.cancelled ? .string(StopSignals.name(signals.received ?? SIGINT)) : .null,
-                       "notRun": .array(report.notRun.map(JSON.string))])
+        var object: [(String, JSON)] = [
+            ("command", .string(command)), ("database", .string(path)), ("backup", report.backup.map(Self.json) ?? .null),
+            ("applied", .array(report.applied.map(Self.json))), ("alreadyApplied", .array(report.alreadyApplied.map(JSON.string))),
+            ("failure", report.failure.map(Self.json) ?? .null),
+            ("stoppedBy", report.cancelled ? .string(StopSignals.name(signals.received ?? SIGINT)) : .null),
+            ("notRun", .array(report.notRun.map(JSON.string)))]
+        // A failed step is a failure as every command's: "error" says so, whatever else the report holds.
+        if let failure = report.failure, !report.cancelled {
+            object += [("error", "step-failed"), ("message", .string(failure.description))]
+        }
+        output.object(.object(object))
         if report.cancelled {
             let number = signals.received ?? SIGINT
             let applied = report.applied.isEmpty ? "none" : report.applied.map(\.id).joined(separator: ", ")

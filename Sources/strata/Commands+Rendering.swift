@@ -125,13 +125,4 @@ extension Commands {
          "rows": .optional(status.record?.rowCount), "recordedChecksum": .optional(status.record?.checksum),
          "fileChecksum": .optional(status.checksum)]
     }
-
-    static func json(_ error: MigrationError, command: String) -> JSON {
-        switch error {
-        case .refused(let refusals):
-            ["command": .string(command), "error": "refused", "refusals": .array(refusals.map(json))]
-        default:
-            ["command": .string(command), "error": .string(error.description)]
-        }
-    }
 }

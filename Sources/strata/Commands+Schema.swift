@@ -22,16 +22,16 @@ extension Commands {
             throw CommandFailure("\(path) does not exist; schema reads an existing database and creates none")
         }
         if let format = invocation.value("format"), format == "mermaid" || format == "dot" {
-            let snapshot = try target.openForReading().schemaSnapshot()
+            let snapshot = try connect(target) { try target.openForReading() }.schemaSnapshot()
             let diagram = format == "mermaid" ? try SchemaDiagram.mermaid(snapshot) : try SchemaDiagram.dot(snapshot)
             if !output.quiet { StandardOutput.print(diagram, terminator: "") }
             return ExitCode.success
         }
-        let schema = try target.schema()
+        let schema = try connect(target) { try target.schema() }
         if !output.json && !output.quiet { StandardOutput.print(schema, terminator: "") }
         guard output.json else { return ExitCode.success }
         // The snapshot is what `diff --schema` reads back.
-        let snapshot = try target.openForReading().schemaSnapshot().jsonData()
+        let snapshot = try connect(target) { try target.openForReading() }.schemaSnapshot().jsonData()
         output.object(["command": "schema", "database": .string(path), "schema": .string(schema),
                        "snapshot": .raw(String(decoding: snapshot, as: UTF8.self))])
         return ExitCode.success
@@ -41,7 +41,7 @@ extension Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let problems = try checkModels(of: manifest, in: try target.openForReading())
+        let problems = try checkModels(of: manifest, in: try connect(target) { try target.openForReading() })
         output.object(["command": "check", "database": .string(path), "models": .optional(manifest.models.count),
                        "problems": .array(problems.map(Self.json))])
         guard problems.isEmpty else {

@@ -16,7 +16,7 @@ extension Commands {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let migrator = Migrator(manifest: manifest, database: try target.openForReading())
+        let migrator = Migrator(manifest: manifest, database: try connect(target) { try target.openForReading() })
         let statuses = try migrator.status(try options)
         let unfinished = try migrator.unfinishedObjects()
         let rows = statuses.map { status -> [String] in
@@ -42,14 +42,21 @@ extension Commands {
         for status in statuses where status.state == .running {
             output.log("\(status.id) is being applied now by \(status.record?.runner ?? "another process"), \((status.liveness ?? .holdsLock).description)")
         }
-        return troubled.isEmpty && unfinished.isEmpty ? ExitCode.success : ExitCode.refused
+        guard troubled.isEmpty && unfinished.isEmpty else { return ExitCode.refused }
+        // A gate's question, "is the database up to date?": what migrate would still apply, or is applying now.
+        let waiting = statuses.filter { [.pending, .changed, .running].contains($0.state) }
+        if invocation.has("exit-code") && !waiting.isEmpty {
+            output.log("\(counted(waiting.count, "step")) not applied yet: \(waiting.map(\.id).joined(separator: ", "))")
+            return ExitCode.pending
+        }
+        return ExitCode.success
     }
 
     func plan() throws -> Int32 {
         let manifest = try self.manifest()
         let target = try target(manifest)
         let path = target.name
-        let plan = try Migrator(manifest: manifest, database: try target.openForReading()).plan(try options)
+        let plan = try Migrator(manifest: manifest, database: try connect(target) { try target.openForReading() }).plan(try options)
         // With --sql, each migration's text, read once for whichever output is printed.
         let sql: [String?] = plan.steps.map { step in
             guard invocation.has("sql"), case .migration(let migration) = step.step,

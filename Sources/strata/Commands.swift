@@ -49,7 +49,16 @@ struct Commands {
     /// The database `--database` or the manifest names, checked by its backend (exit 2 for a name at which no
     /// durable database would be kept).
     func target(_ manifest: Manifest?) throws -> any DatabaseTarget {
-        try DatabaseTargets.target(option: invocation.value("database"), manifest: manifest, direct: invocation.value("direct-database"))
+        try DatabaseTargets.target(option: invocation.value("database"), manifest: manifest, direct: invocation.value("direct-database"),
+                                   environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// `open`, retried while the database does not answer for up to `--wait SECONDS` (none: not retried); a
+    /// database that cannot be connected to or opened is `DatabaseUnreachable` (exit 5).
+    func connect<T>(_ target: any DatabaseTarget, cancellation: MigrationCancellation? = nil,
+                    _ open: () throws -> T) throws -> T {
+        try DatabaseWait.opening(target, waitingUpTo: try seconds("wait"), cancellation: cancellation,
+                                 waiting: { output.log($0) }, open)
     }
 
     var timeout: Duration {
@@ -108,9 +117,10 @@ struct Commands {
 
     /// The target opened for a command that writes; one that cannot be written is a refusal (exit 3), the same on
     /// every backend.
-    func openForWriting(_ target: any DatabaseTarget) throws -> any MigrationDatabase {
+    func openForWriting(_ target: any DatabaseTarget, cancellation: MigrationCancellation? = nil) throws -> any MigrationDatabase {
+        let timeout = try timeout
         do {
-            return try target.openForWriting(timeout: try timeout)
+            return try connect(target, cancellation: cancellation) { try target.openForWriting(timeout: timeout) }
         } catch let error as DatabaseError where error.kind == .readOnly {
             throw MigrationError.refused([Refusal(reason: .readOnly, id: "", message: error.message)])
         }

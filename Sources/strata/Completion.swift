@@ -27,6 +27,7 @@ enum Completion {
         "lock-timeout": .free,
         "lock-retries": .free,
         "statement-timeout": .free,
+        "wait": .free,
         "direct-database": .free,
     ]
 

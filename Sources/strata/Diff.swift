@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Strata
 
 /// `strata diff`: reads two schemas, asks the library for their difference, renders it.
@@ -7,15 +12,19 @@ extension Commands {
         var sides: [(name: String, read: () throws -> SchemaSnapshot)] = []
         var databases = invocation.all("database").map(Optional.some)
         // The manifest names the first database when no --database does.
-        if databases.isEmpty && manifest != nil { databases = [nil] }
+        // The manifest, or else STRATA_DATABASE or DATABASE_URL, names the first database when no --database does.
+        let environment = ProcessInfo.processInfo.environment
+        if databases.isEmpty && (manifest != nil || DatabaseTargets.environmentVariables.contains(where: { environment[$0]?.isEmpty == false })) {
+            databases = [nil]
+        }
         for option in databases {
-            let target = try DatabaseTargets.target(option: option, manifest: manifest)
+            let target = try DatabaseTargets.target(option: option, manifest: manifest, environment: environment)
             sides.append((target.name, {
                 // Reading a missing file would compare an empty schema: a mistyped path must not pass for one.
                 guard target.exists else {
                     throw CommandFailure("\(target.name) does not exist; diff reads existing databases and creates none")
                 }
-                return try target.openForReading().schemaSnapshot()
+                return try connect(target) { try target.openForReading() }.schemaSnapshot()
             }))
         }
         for path in invocation.all("schema") {

@@ -1,5 +1,5 @@
 /// A JSON value with ordered keys, so the CLI's output is stable byte for byte.
-enum JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+enum JSON: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
            ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
     case string(String)
     case number(Double)

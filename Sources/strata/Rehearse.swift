@@ -25,9 +25,17 @@ extension Commands {
         let into = options.rollback == nil ? "to" : "in"
         let database: any MigrationDatabase
         do {
-            database = try target.openForRehearsal(timeout: try timeout)
+            let timeout = try timeout
+            database = try connect(target, cancellation: signals.cancellation) { try target.openForRehearsal(timeout: timeout) }
         } catch let error as DatabaseError where error.kind == .readOnly {
             throw MigrationError.refused([Refusal(reason: .readOnly, id: "", message: error.message)])
+        } catch let error as DatabaseUnreachable where error.stopped {
+            // Stopped while waiting for the database: nothing ran.
+            let number = signals.received ?? SIGINT
+            output.object(["command": "rehearse", "error": "stopped", "message": .string(error.description),
+                           "stoppedBy": .string(StopSignals.name(number))])
+            output.error("strata rehearse: \(error)")
+            return 128 + number
         }
         var progress = ProgressLine(enabled: output.showsProgress)
         let report = try Migrator(manifest: manifest, database: database).rehearse(options) { event in

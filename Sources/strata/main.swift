@@ -21,6 +21,11 @@ enum ExitCode {
     /// `rehearse`: whether `migrate` would succeed or fail is not known (a step not rehearsed before a result, a step
     /// run unlike `migrate`, a backup whose room cannot be judged); the message says why.
     static let notKnown: Int32 = 4
+    /// The database could not be connected to (PostgreSQL) or opened (SQLite), after `--wait` if given: nothing was
+    /// read or written. Apart from a failed step (1), so a deploy script knows to try again later.
+    static let cannotConnect: Int32 = 5
+    /// `status --exit-code`: nothing is wrong, and steps are pending (`migrate` would apply them).
+    static let pending: Int32 = 6
 }
 
 // A closed pipe (`strata migrate | head -1`) must not kill a run between steps: writes fail with EPIPE instead,

@@ -116,7 +116,8 @@ final class DiffCommandTests: XCTestCase {
         XCTAssertEqual(result.status, 1)
         let error = try object(result)
         XCTAssertEqual(error["command"] as? String, "diff")
-        XCTAssertTrue((error["error"] as? String)?.hasPrefix("plain.sql: not a schema snapshot: ") ?? false, "\(error)")
+        XCTAssertEqual(error["error"] as? String, "failed")
+        XCTAssertTrue((error["message"] as? String)?.hasPrefix("plain.sql: not a schema snapshot: ") ?? false, "\(error)")
         XCTAssertTrue(result.stderr.contains("write one with 'strata schema --format json'"), result.stderr)
 
         for arguments in [["--database", "db.sqlite"], [], ["--database", "db.sqlite", "--database", "db.sqlite", "--schema", "x.json"]] {
@@ -137,7 +138,7 @@ final class DiffCommandTests: XCTestCase {
         let sqlite = try database(.sqlite, SchemaDiffTests.sqlite, changed: false)
         let missing = server.keywordValue(database: "strata_no_such_database")
         var result = try runStrata(["diff", "--database", postgres.location, "--database", missing], in: postgres.root)
-        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertEqual(result.status, 5, "a database that cannot be connected to: \(result.stderr)")
         XCTAssertTrue(result.stderr.contains("strata_no_such_database"), result.stderr)
         result = try runStrata(["diff", "--database", sqlite.location, "--database", postgres.location], in: postgres.root)
         XCTAssertEqual(result.status, 2, result.stderr)

@@ -83,11 +83,15 @@ func strataExecutable() throws -> URL {
     return fallback
 }
 
-/// Starts `strata` with arguments in a directory without waiting.
-func startStrata(_ arguments: [String], in directory: URL) throws -> (Process, Pipe, Pipe) {
+/// Starts `strata` with arguments in a directory without waiting. The variables that name a database
+/// (`STRATA_DATABASE`, `DATABASE_URL`) are those in `environment` only, never the test process's own.
+func startStrata(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
     let process = Process()
     process.executableURL = try strataExecutable()
     process.arguments = arguments
+    var inherited = ProcessInfo.processInfo.environment
+    for name in DatabaseTargets.environmentVariables { inherited[name] = nil }
+    process.environment = inherited.merging(environment) { $1 }
     process.currentDirectoryURL = directory
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
@@ -98,8 +102,8 @@ func startStrata(_ arguments: [String], in directory: URL) throws -> (Process, P
 
 /// Runs `strata` with arguments in a directory and waits for it.
 @discardableResult
-func runStrata(_ arguments: [String], in directory: URL) throws -> CommandResult {
-    let (process, out, err) = try startStrata(arguments, in: directory)
+func runStrata(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws -> CommandResult {
+    let (process, out, err) = try startStrata(arguments, in: directory, environment: environment)
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()

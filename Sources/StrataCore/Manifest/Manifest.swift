@@ -151,6 +151,10 @@ public struct Manifest: Sendable, Equatable {
         return databasePath == nil ? nil : .sqlite
     }
 
+    /// Whether the manifest says which backends it is for (a `<database>` element, `backend="…"` marks): without
+    /// it, the dialect of its SQL is not known until a database is given.
+    public var namesBackend: Bool { !namedBackends.isEmpty }
+
     /// The backends whose SQL `strata validate` checks: those the manifest names (its `<database>`'s and every
     /// `backend="…"`), or SQLite, the default, when it names none; of those, the ones it has migrations for.
     public var validatedBackends: [DatabaseBackend] {

@@ -18,7 +18,7 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
         case .lockTimeout(let message): message
         case .invalidStep(let message): message
         case .unknownStep(let message): message
-        case .noDatabase: "no database: pass --database PATH or add <database path=\"…\"/> to the manifest"
+        case .noDatabase: "no database: pass --database PATH, add <database path=\"…\"/> or <database url=\"…\"/> to the manifest, or set STRATA_DATABASE or DATABASE_URL"
         }
     }
 }

@@ -6,6 +6,9 @@ import Foundation
 
 /// Creates new migration files with a prefix that sorts after every existing one.
 public enum MigrationFile {
+    /// The second line of a file `create` writes: where the reader learns how it runs (`HowMigrationsRun.md`).
+    public static let headerNote = "-- Runs once, inside a transaction with its history row; see the manual's How Migrations Run article."
+
     /// Creates `NNN_name.sql` in the manifest's migrations directory for `backend` (see `directory(for:in:)`) and
     /// returns its path (for a layout with down files, the up's; the down is created beside it).
     ///
@@ -71,7 +74,7 @@ public enum MigrationFile {
             let later = stamp.count > next.count || (stamp.count == next.count && !stamp.lexicographicallyPrecedes(next))
             prefix = later ? String(decoding: stamp, as: UTF8.self) : number
         }
-        let header = "-- \(name)\n-- Runs once, inside a transaction with its history row; see the manual's \"How Migrations Run\".\n\n"
+        let header = "-- \(name)\n" + Self.headerNote + "\n\n"
         let downHeader = "-- Undoes \(name): run by 'strata rollback' (a down that holds no statement is refused).\n\n"
         // Each tool's own naming, so the directory stays one that tool reads as it always did.
         let files: [(name: String, content: String)]

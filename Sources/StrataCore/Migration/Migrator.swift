@@ -89,6 +89,11 @@ public struct Migrator {
         MigrationLint.check(manifest, dialect: dialect)
     }
 
+    /// The same rules for each migration's down, as a rollback reads it (`strata validate` checks them per backend).
+    package static func downLint(_ migrations: [MigrationStep], dialect: any SQLDialect) -> [ManifestProblem] {
+        MigrationLint.downFindings(migrations, dialect: dialect).map(\.problem)
+    }
+
     /// Migrations `lint()` could not check ahead of time because they are larger than `lintSizeLimit`: said, not
     /// passed over in silence. The backend still checks each of their statements as it runs.
     public func lintWarnings() -> [ManifestProblem] {

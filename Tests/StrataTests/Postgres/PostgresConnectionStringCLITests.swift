@@ -60,7 +60,7 @@ final class PostgresConnectionStringCLITests: XCTestCase {
         for format in ["text", "json"] {
             let result = try runStrata(["status", "--manifest", "manifest.xml", "--format", format,
                                         "--database", "postgresql://postgres:se@cretpw@127.0.0.1:54330/postgres"], in: root)
-            XCTAssertEqual(result.status, 1, result.stderr)
+            XCTAssertEqual(result.status, 5, "cannot connect: \(result.stderr)")
             XCTAssertTrue(result.stderr.contains("•••@127.0.0.1"), result.stderr)
             assertNoSecret(result, ["cretpw", "se@"], "status --format \(format)")
         }
@@ -68,7 +68,7 @@ final class PostgresConnectionStringCLITests: XCTestCase {
         // query's host reaches the test server, which answers that the database does not exist.
         let url = "postgresql://postgres:5432/secretpw@x?\(server.hostQuery)&user=postgres"
         let result = try runStrata(["migrate", "--manifest", "manifest.xml", "--database", url, "--format", "json"], in: root)
-        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertEqual(result.status, 5, "cannot connect: \(result.stderr)")
         XCTAssertTrue(result.stderr.contains("database \"•••@x\" does not exist"), result.stderr)
         assertNoSecret(result, ["secretpw"], "migrate")
         XCTAssertEqual(try entries(root), before)
@@ -89,7 +89,8 @@ final class PostgresConnectionStringCLITests: XCTestCase {
                 assertNoSecret(result, ["secretpw"], url)
                 if format == "json" {
                     let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
-                    XCTAssertTrue((object?["error"] as? String)?.contains(":•••@") ?? false, "one JSON object: \(result.stdout)")
+                    XCTAssertEqual(object?["error"] as? String, "usage", result.stdout)
+                    XCTAssertTrue((object?["message"] as? String)?.contains(":•••@") ?? false, "one JSON object: \(result.stdout)")
                 }
             }
         }

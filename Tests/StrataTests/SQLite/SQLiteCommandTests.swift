@@ -18,7 +18,7 @@ final class SQLiteCommandTests: XCTestCase {
 
         let sqlProblem = try Project(self, files: ["sql/1_a.sql": "VACUUM;"])
         let lint = try sqlProblem.strata(["validate"])
-        XCTAssertEqual(lint.status, 1)
+        XCTAssertEqual(lint.status, 3)
         XCTAssertTrue(lint.stderr.contains("sql/1_a.sql:1:1: VACUUM cannot run inside a transaction"), lint.stderr)
     }
 
