@@ -232,4 +232,60 @@ final class RollbackOrderTests: XCTestCase {
             XCTAssertTrue((validate.stdout + validate.stderr).contains("sql/002_admin.sql:5"), validate.stdout + validate.stderr)
         }
     }
+
+    /// A down that empties a seed's table (dropped and made again, as many downs of an ALTER are) took the seed's
+    /// rows: the seed reads pending, and the next migrate loads it again.
+    func testADownThatEmptiesASeedsTableMakesTheSeedPending() throws {
+        try forEachBackend(needing: .seeds) { backend in
+            var files = Self.three
+            files["sql/004_rebuild.sql"] = Self.migration("ALTER TABLE users ADD COLUMN note TEXT;",
+                                                         "DROP TABLE users;\nCREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);")
+            files["csv/users.csv"] = "id,name\n7,guest\n"
+            let project = try project(backend, files, seeds: #"<seed file="csv/users.csv" table="users" after="003_posts.sql"/>"#)
+            XCTAssertNil(try project.migrator().migrate().failure)
+            XCTAssertNil(try project.migrator().rollback(.steps(1)).failure)
+            XCTAssertEqual(try project.migrator().status().filter { $0.kind == .seed }.map(\.state), [.pending])
+            XCTAssertNil(try project.migrator().migrate().failure)
+            XCTAssertEqual(try project.connection().scalar("SELECT count(*) FROM users WHERE id = 7", .none, as: Int.self), 1)
+        }
+    }
+
+    /// Under a declared format, a down that is only its own outer BEGIN/COMMIT pair holds no statement: no down.
+    func testADownOfOnlyItsOwnBeginAndCommitIsNoDown() throws {
+        try forEachBackend { backend in
+            let project = try Project(self, backend: backend, manifestBody: #"<migrations directory="sql" format="golang-migrate"/>"#, files: [
+                "sql/1_a.up.sql": "CREATE TABLE a (id INTEGER);\n",
+                "sql/1_a.down.sql": "DROP TABLE a;\n",
+                "sql/2_b.up.sql": "BEGIN;\nCREATE TABLE b (id INTEGER);\nCOMMIT;\n",
+                "sql/2_b.down.sql": "BEGIN;\n-- TODO\nCOMMIT;\n",
+            ])
+            XCTAssertNil(try project.migrator().migrate().failure)
+            guard case .refused(let refusals)? = assertThrows(MigrationError.self, { try project.migrator().rollback(.steps(1)) }) else {
+                return XCTFail("a down of only BEGIN/COMMIT must be refused")
+            }
+            XCTAssertTrue(refusals.contains { $0.reason == .noDown && $0.id == "2_b.up.sql" }, "\(refusals)")
+            XCTAssertTrue(try project.connection().tableExists("b"))
+        }
+    }
+
+    /// A file is a migration or a down, never both: a down another `<migrations directory>` also scans is a manifest
+    /// problem, nothing run; a file of the same directory named as a down leaves the plan with a warning saying so.
+    func testAFileThatIsBothAMigrationAndADownIsRefused() throws {
+        let slip = try Project(self, backend: .sqlite, manifestBody: #"<migrations directory="sql"><migration file="001_a.sql" down="002_b.sql"/></migrations>"#,
+                               files: ["sql/001_a.sql": "CREATE TABLE a (id INTEGER);\n", "sql/002_b.sql": "CREATE TABLE b (id INTEGER);\n"])
+        let listed = try slip.strata(["validate"])
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        XCTAssertTrue(listed.stderr.contains("sql/002_b.sql in this <migrations> directory is taken as the down of migration '001_a.sql'"),
+                      "said, not dropped without a word: \(listed.stderr)")
+        XCTAssertTrue(listed.stdout.contains("001_a.sql  down: sql/002_b.sql"), listed.stdout)
+
+        let shared = try Project(self, backend: .sqlite, manifestBody: """
+            <migrations directory="sql"><migration file="001_a.sql" down="../shared/001_undo.sql"/></migrations>
+            <migrations directory="shared"/>
+            """, files: ["sql/001_a.sql": "CREATE TABLE a (id INTEGER);\n", "shared/001_undo.sql": "DROP TABLE a;\n"])
+        let migrate = try shared.strata(["migrate"])
+        XCTAssertEqual(migrate.status, 3, migrate.stderr)
+        XCTAssertTrue(migrate.stderr.contains("which is also migration '001_undo.sql'"), migrate.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: shared.databasePath), "nothing ran")
+    }
 }

@@ -152,7 +152,7 @@ final class SchemaDiagramTests: XCTestCase {
         let empty = try project.strataOnBackend(["schema", "--format="])
         XCTAssertEqual(empty.status, 2, empty.stderr)
         let help = try runStrata(["help", "schema"], in: project.root).stdout
-        XCTAssertTrue(help.hasPrefix("Usage: strata schema [--database PATH | --manifest PATH] [--format text|json|mermaid|dot]\n"), help)
+        XCTAssertTrue(help.hasPrefix("Usage: strata schema [--database PATH | --manifest PATH] [--wait SECONDS] [--format text|json|mermaid|dot]\n"), help)
         XCTAssertTrue(help.contains("erDiagram"), help)
     }
 

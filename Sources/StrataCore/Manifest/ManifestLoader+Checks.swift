@@ -9,6 +9,7 @@ import Darwin
 extension ManifestLoader {
     /// Checks everything read and makes the manifest, or throws every problem found, sorted by place.
     mutating func finish(path: String) throws -> Manifest {
+        checkDownsAreNoMigrations()
         let byBackend = plans()
         checkSeeds(byBackend)
         checkCodeSteps()
@@ -20,6 +21,19 @@ extension ManifestLoader {
         }
         return Manifest(path: path, database: database, migrationsByBackend: byBackend, seeds: seeds, codeSteps: codeSteps,
                         models: models, migrationDirectories: migrationDirectories, namedBackends: namedBackends, warnings: warnings)
+    }
+
+    /// A file is a migration or the down of one, never both: a `<migration down="…">` naming a migration (a slip of
+    /// the pen), or a down that another `<migrations directory>` also takes as a migration, would run the down as
+    /// an up (or drop a migration from the plan without a word).
+    private mutating func checkDownsAreNoMigrations() {
+        var migrationAt: [String: MigrationStep] = [:]
+        for migration in migrations { migrationAt[migration.path] = migration }
+        for migration in migrations {
+            guard case .file(let down)? = migration.down?.source, let other = migrationAt[down] else { continue }
+            problems.append(ManifestProblem(migration.location,
+                "the down of migration '\(migration.id)' is \(displayPath(down)), which is also migration '\(other.id)' (\(other.location)); a file is a migration or a down, not both: name the file that undoes it, or keep the down out of the migrations directories"))
+        }
     }
 
     /// Each backend's plan, checked on its own: identities are unique within one backend's migrations (a file in

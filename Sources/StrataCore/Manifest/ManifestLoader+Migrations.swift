@@ -22,7 +22,18 @@ extension ManifestLoader {
             if case .file(let path)? = step.down?.source { return path }
             return nil
         })
-        for path in downs { found[path] = nil }
+        for path in downs {
+            // A directory's own down files (NAME.down.sql, a layout's) were never steps; a file the directory would
+            // take as a migration, named as another's down, leaves the plan: said, so a slip of the pen is seen.
+            if found[path] != nil, !MigrationDown.isNamedAsDown(path), let owner = found.values.first(where: { step in
+                if case .file(path)? = step.down?.source { return true }
+                return false
+            }) {
+                warnings.append(ManifestProblem(element.location,
+                    "\(displayPath(path)) in this <migrations> directory is taken as the down of migration '\(owner.id)' (its down=\"…\"), not as a migration of its own"))
+            }
+            found[path] = nil
+        }
         let envsub = element.attribute("envsub") == "true"
         migrations += found.values.compactMap { sectioned($0, transaction: transactionAttribute[$0.path], envsub: envsub) }
         for child in element.children where child.name == "code" {
@@ -146,5 +157,15 @@ extension MigrationStep {
     func with(repeatable: Bool) -> MigrationStep {
         MigrationStep(id: id, path: path, runsInTransaction: runsInTransaction, enforcesForeignKeys: enforcesForeignKeys,
                       location: location, format: format, backends: backends, down: down, repeatable: repeatable)
+    }
+}
+
+extension MigrationDown {
+    /// Whether a file's name says it undoes another (`X.down.sql`, diesel's `down.sql`, Flyway's `U1__x.sql`), so a
+    /// directory listing it is not taking it as a migration.
+    static func isNamedAsDown(_ path: String) -> Bool {
+        let name = PathComponents.last(path)
+        return name.hasSuffix(".down.sql") || name == "down.sql"
+            || (name.first == "U" && name.dropFirst().first?.isNumber == true)
     }
 }

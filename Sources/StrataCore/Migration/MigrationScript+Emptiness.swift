@@ -1,11 +1,19 @@
 extension MigrationScript {
     /// Whether the part holds nothing that runs: only blanks, `--` and `/* */` comments and semicolons, as the
-    /// empty down section `strata new` writes is until someone fills it. A rollback must not count such a down as
+    /// empty down section `strata new` writes is until someone fills it, or only a file's own outer `BEGIN;`/`COMMIT;`. A rollback must not count such a down as
     /// having undone its step. False for a file that cannot be read or is larger than `recordedTextLimit` (the run
     /// reports the first, and the second is not empty).
     func holdsNoStatement() -> Bool {
-        guard let bytes = Self.fileBytes(path, atMost: Self.recordedTextLimit),
-              let range = try? section(of: bytes).range else { return false }
+        guard let whole = Self.fileBytes(path, atMost: Self.recordedTextLimit),
+              let section = try? section(of: whole) else { return false }
+        var bytes = whole
+        var range = section.range
+        // A file's own outer BEGIN/COMMIT pair, taken as the step's transaction, is not a statement of the down.
+        if Self.unwrapsOuterTransaction(migration, runsInTransaction: runsInTransaction, path: path),
+           let unwrapped = OuterTransaction.unwrapped(Array(whole[section.range]), backend: database.dialect.backend) {
+            bytes = unwrapped
+            range = 0..<unwrapped.count
+        }
         var index = range.lowerBound
         while index < range.upperBound {
             let byte = bytes[index]

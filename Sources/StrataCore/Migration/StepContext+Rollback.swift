@@ -12,14 +12,19 @@ struct SeedTableShape {
     /// The table's columns the seed loads (its CSV header names; all of them when the header cannot be read);
     /// nil when the table does not exist (as the seed names it).
     let columns: [ColumnInfo]?
+    /// Whether the table holds rows: a down that leaves it empty (a drop and re-create) took the seed's rows.
+    let hasRows: Bool
 
     init(_ seed: SeedStep, in database: any MigrationDatabase) throws {
         self.seed = seed
-        guard try database.tableExists(seed.table) else {
+        // As the seed finds its table (PostgreSQL: `Books` in a manifest finds `books`).
+        guard let table = try database.declaredTableName(seed.table) else {
             columns = nil
+            hasRows = false
             return
         }
-        let all = try database.columns(in: seed.table)
+        hasRows = try Self.hasRows(table, in: database)
+        let all = try database.columns(in: table)
         guard let header = Self.header(of: seed) else {
             columns = all
             return
@@ -27,12 +32,26 @@ struct SeedTableShape {
         columns = all.filter { column in header.contains { sqliteNamesEqual($0, column.name) } }
     }
 
-    /// Whether the down left the table, and every column the seed loads, as they were.
+    /// Whether the table is gone now, or emptied, or a column the seed loads dropped or changed.
     func isUnchanged(in database: any MigrationDatabase) throws -> Bool {
         guard let columns else { return true }
-        guard try database.tableExists(seed.table) else { return false }
-        let all = try database.columns(in: seed.table)
+        guard let table = try database.declaredTableName(seed.table) else { return false }
+        if hasRows, try !Self.hasRows(table, in: database) { return false }
+        let all = try database.columns(in: table)
         return columns.allSatisfy { before in all.first { sqliteNamesEqual($0.name, before.name) } == before }
+    }
+
+    /// Whether the table still exists and holds a row (as the seed finds it).
+    func holdsRows(in database: any MigrationDatabase) throws -> Bool {
+        guard let table = try database.declaredTableName(seed.table) else { return false }
+        return try Self.hasRows(table, in: database)
+    }
+
+    /// Whether `table` (a name `declaredTableName` gave) holds a row. A schema-qualified name is not looked into
+    /// (taken as holding rows), so an emptied table of another schema is not noticed, but nothing is misread.
+    private static func hasRows(_ table: String, in database: any MigrationDatabase) throws -> Bool {
+        guard !table.contains(".") else { return true }
+        return try database.scalar("SELECT EXISTS (SELECT 1 FROM \(quoteIdentifier(table)))", .none, as: Bool.self) ?? true
     }
 
     private static func header(of seed: SeedStep) -> [String]? {
@@ -76,14 +95,15 @@ extension StepContext {
     /// After a step's down ran, in the transaction that records it: the step's row goes (it reads pending again, and
     /// the next `migrate` applies it as new), and an audit row says what was rolled back. Seeds are judged by what
     /// the down did to their tables, compared with `before`: a table the down dropped took the seed's rows (the seed
-    /// reads pending, and loads again with its table); a table whose columns the seed loads the down dropped or changed holds rows the seed
+    /// reads pending, and loads again with its table); a table the down emptied (a drop and re-create) took them too, whatever the seed's mode; a table whose columns the seed loads the down dropped or changed holds rows the seed
     /// can only put right by loading again, which `upsert`, `replace` and `sync` do (it reads pending), and `insert`
     /// and `ignore` would not (the down fails, nothing kept). A seed whose table the down did not touch stays applied.
     func recordRollback(of step: PlanStep, _ applied: HistoryRecord, down ran: (checksum: String, text: String?)?,
                         durationMs: Int, seedsBefore before: [SeedTableShape]) throws {
         for shape in before {
             guard try !shape.isUnchanged(in: database) else { continue }
-            if try database.tableExists(shape.seed.table), shape.seed.mode == .insert || shape.seed.mode == .ignore {
+            // An emptied table takes the seed again whatever its mode; rows still there only from upsert, replace, sync.
+            if try shape.holdsRows(in: database), shape.seed.mode == .insert || shape.seed.mode == .ignore {
                 throw StepFailure(step, message: "its down changes the columns of \(shape.seed.table), which seed \(shape.seed.id) loaded with mode=\"\(shape.seed.mode.rawValue)\": its rows would stay recorded as loaded without what the down took, and loading it again would not put them right; nothing was rolled back; roll back to a step before the table was made, or give the seed mode=\"upsert\"")
             }
             try history.delete(kind: .seed, identity: shape.seed.id)
