@@ -30,14 +30,16 @@ extension Commands {
         let migrator = Migrator(manifest: manifest, database: try openForWriting(target))
         if let tool {
             let adopted = try migrator.baseline(from: tool)
-            output.line(adopted.recorded.isEmpty ? "Nothing recorded: \(tool.table) records no step Strata does not already record."
-                        : "Recorded as applied without running, from \(tool.rawValue)'s \(tool.table): " + adopted.recorded.joined(separator: ", "))
+            output.line(adopted.notRead.map { "Nothing recorded: \($0)." }
+                        ?? (adopted.recorded.isEmpty ? "Nothing recorded: \(tool.table) records no step Strata does not already record."
+                        : "Recorded as applied without running, from \(tool.rawValue)'s \(tool.table): " + adopted.recorded.joined(separator: ", ")))
             if !adopted.repeatablesNotRecorded.isEmpty {
                 output.line("Not recorded (repeatable; the next migrate applies them as they are now): " + adopted.repeatablesNotRecorded.joined(separator: ", "))
             }
             output.object(["command": "baseline", "database": .string(path), "from": .string(tool.rawValue),
                            "recorded": .array(adopted.recorded.map(JSON.string)),
-                           "repeatablesNotRecorded": .array(adopted.repeatablesNotRecorded.map(JSON.string))])
+                           "repeatablesNotRecorded": .array(adopted.repeatablesNotRecorded.map(JSON.string)),
+                           "notRead": .optional(adopted.notRead)])
             return ExitCode.success
         }
         let recorded = try migrator.baseline(through: through ?? "", try options)

@@ -232,4 +232,44 @@ final class ForeignBaselineTests: XCTestCase {
             XCTAssertEqual(try project.strataOnBackend(["baseline", "--from", "liquibase"]).status, 2)
         }
     }
+
+    /// Where the manifest declares the tool's format, only those files are the tool's: a directory of Strata's own
+    /// beside them is not adopted, whatever numbers its names start with.
+    func testOnlyTheToolsOwnFormatsFilesAreAdoptedWhereOneIsDeclared() throws {
+        try forEachBackend { backend in
+            var adoption = Self.golangMigrate()
+            adoption = Adoption(tool: adoption.tool, manifestBody: """
+                <migrations directory="sql" format="golang-migrate"/>
+                <migrations directory="own"/>
+                """, files: ["sql/000001_users.up.sql": Self.table("users"), "sql/000002_posts.up.sql": Self.table("posts"),
+                             "own/000002_own.sql": Self.table("own2")],
+                schema: adoption.schema, history: adoption.history, applied: [], pending: [])
+            let project = try adopting(adoption, backend)
+            let adopted = try project.strataOnBackend(["baseline", "--from", "golang-migrate"])
+            XCTAssertEqual(adopted.status, 0, adopted.stderr)
+            let states = try states(project)
+            XCTAssertEqual(states["000001_users.up.sql"], .applied)
+            XCTAssertEqual(states["000002_posts.up.sql"], .applied)
+            XCTAssertEqual(states["000002_own.sql"], .pending, "Strata's own file was never the other tool's")
+        }
+    }
+
+    /// Once Strata has run on the database (a migrate, a rollback), the other tool's table no longer says what it
+    /// holds: adopting again reads nothing and records nothing, saying why (exit 0, so a deploy script that adopts
+    /// first each time goes on); a step Strata rolled back is not recorded again.
+    func testAdoptingAgainAfterStrataRanRecordsNothing() throws {
+        try forEachBackend { backend in
+            let project = try adopting(Self.golangMigrate(), backend)
+            try project.file("sql/000003_tags.down.sql", "DROP TABLE tags;\n")
+            XCTAssertEqual(try project.strataOnBackend(["baseline", "--from", "golang-migrate"]).status, 0)
+            XCTAssertNil(try project.migrator().migrate().failure)
+            XCTAssertNil(try project.migrator().rollback(.steps(1)).failure, "000003_tags.sql, which Strata applied")
+            let before = try project.connection().history.all()
+            let again = try project.strataOnBackend(["baseline", "--from", "golang-migrate"])
+            XCTAssertEqual(again.status, 0, again.stderr)
+            XCTAssertTrue(again.stdout.contains("Nothing recorded: Strata's history already records"), again.stdout)
+            XCTAssertEqual(try project.connection().history.all(), before, "nothing recorded")
+            XCTAssertEqual(try states(project)["000003_tags.sql"], .pending)
+        }
+    }
 }

@@ -47,12 +47,27 @@ struct Maintenance {
     /// nothing, when the table is missing or not the tool's, marks a step dirty or failed, or names a version no
     /// file has (or several files have). Steps Strata already records are left alone.
     func baseline(from tool: ForeignTool) throws -> ForeignBaseline {
-        let versioned: [(step: PlanStep, version: ForeignVersion)] = planner.steps.compactMap { step in
-            guard case .migration(let migration) = step, !migration.repeatable, let version = tool.version(of: migration) else { return nil }
-            return (step, version)
+        // The tool's files are those of its format where the manifest declares it (a directory of Strata's own
+        // beside them is not the tool's, whatever its names' numbers); with none declared, every file.
+        let migrations = planner.steps.compactMap { step -> MigrationStep? in
+            if case .migration(let migration) = step, !migration.repeatable { migration } else { nil }
+        }
+        let declared = migrations.filter { $0.format.rawValue == tool.rawValue }
+        let candidates = declared.isEmpty ? migrations : declared
+        let versioned: [(step: PlanStep, version: ForeignVersion)] = candidates.compactMap { migration in
+            tool.version(of: migration).map { (PlanStep.migration(migration), $0) }
         }
         return try database.reportingLockTimeout {
             try database.withWriteLock {
+                // Adopting is for a database Strata has not run on: once its history holds runs of its own (an
+                // applied step, a rollback), the other tool's table no longer says what this database holds (a step
+                // Strata rolled back is still there), so nothing is taken from it, and the result says why.
+                let own = try history.all().filter { $0.state != .baseline && $0.state != .deleted
+                    || $0.identity.hasPrefix(HistoryRecord.rollbackIdentityPrefix) }
+                if !own.isEmpty {
+                    return ForeignBaseline(tool: tool, recorded: [], repeatablesNotRecorded: [],
+                        notRead: "Strata's history already records \(own.count) run\(own.count == 1 ? "" : "s") of its own on this database; \(tool.table) no longer says what it holds")
+                }
                 let foreign = try ForeignHistory.read(tool, from: database)
                 var refusals = foreign.refusals
                 var keys: Set<String> = []
@@ -71,7 +86,7 @@ struct Maintenance {
                 }
                 guard refusals.isEmpty else { throw MigrationError.refused(refusals) }
                 let recorded = try record(planner.steps.filter { keys.contains(HistoryBook.key($0.historyKind, $0.id)) })
-                return ForeignBaseline(tool: tool, recorded: recorded, repeatablesNotRecorded: foreign.notes)
+                return ForeignBaseline(tool: tool, recorded: recorded, repeatablesNotRecorded: foreign.notes, notRead: nil)
             }
         }
     }
@@ -180,4 +195,6 @@ public struct ForeignBaseline: Sendable, Equatable {
     /// Flyway's repeatable scripts its history lists: not recorded, so Strata's next `migrate` applies their files
     /// as they are now (a repeatable is written to be applied again).
     public let repeatablesNotRecorded: [String]
+    /// Why the tool's history was not read at all (Strata has run on the database since), nil when it was.
+    public let notRead: String?
 }
