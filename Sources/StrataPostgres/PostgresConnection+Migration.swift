@@ -59,7 +59,10 @@ extension PostgresConnection: MigrationDatabase {
     /// (so it commits with the step on the server session that ran it), and Strata's own settings after it.
     func resetSessionInTransaction() throws {
         guard transactionStatus == PQTRANS_INTRANS else { return }
-        try executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; CLOSE ALL; UNLISTEN *; " + localSettings)
+        // Also what outlives a transaction on the server session: temporary tables, prepared statements, session
+        // advisory locks (Strata holds none on a pooled connection: its deployers' lock is the transaction's).
+        try executeSimple("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; CLOSE ALL; UNLISTEN *; DISCARD TEMP; DEALLOCATE ALL; SELECT pg_catalog.pg_advisory_unlock_all(); " + localSettings)
+        prepared.forgetAll()
         floatTextIsExact = true
     }
 
@@ -397,6 +400,15 @@ extension PostgresConnection: MigrationDatabase {
         let role: String = try row.get("role")
         let table = quoteIdentifier(historySchema) + ".strata_history"
         return "role \(role) may not \(lacking.map { $0.lowercased() }.joined(separator: " or ")) rows of \(table), which a rollback does to record what it undid; nothing ran (GRANT \(lacking.joined(separator: ", ")) ON \(table) TO \(role))"
+    }
+
+    /// Through a connection pooler, a `transaction="none"` file runs on a direct connection of its own (`directURL`,
+    /// checked before anything ran by `noneStepRefusal`), closed when the step is done, so nothing the file sets for
+    /// its session (`SET search_path`, `SET lock_timeout`, a session advisory lock) reaches the next step or the
+    /// pooler's sessions, and its statements all run on one server session.
+    public func noneStepRunner() throws -> (any MigrationDatabase)? {
+        guard reachesServerThroughPooler, let directURL else { return nil }
+        return try PostgresConnection(url: directURL, schema: historySchema, lockTimeout: lockTimeout)
     }
 
     /// Seeds load with `COPY` (`PostgresSeedSink`), inside the step's transaction.

@@ -68,6 +68,11 @@ public protocol MigrationDatabase: DatabaseConnection {
     /// may apply steps but not remove their history rows (PostgreSQL: no DELETE on `strata_history`) is refused with
     /// the GRANT it needs rather than failing after a `transaction="none"` down has run.
     func rollbackRefusal() throws -> String?
+    /// A connection of its own to run one `transaction="none"` file on, closed after it, where this one cannot keep
+    /// the file's session state to itself (PostgreSQL through a connection pooler: each statement outside a
+    /// transaction may reach another server session, and what the file sets would stay on the pooler's sessions for
+    /// the application); nil to run it on this connection.
+    func noneStepRunner() throws -> (any MigrationDatabase)?
 }
 
 extension MigrationDatabase {
@@ -83,6 +88,9 @@ extension MigrationDatabase {
 
     /// A backend whose history rows the connection may always remove (SQLite: a file it may write).
     public func rollbackRefusal() throws -> String? { nil }
+
+    /// A backend whose connection is its own session runs `transaction="none"` files on it.
+    public func noneStepRunner() throws -> (any MigrationDatabase)? { nil }
 
     /// A SQLite database holds one history.
     public func otherHistories() throws -> [OtherHistory] { [] }

@@ -19,7 +19,14 @@ struct NoneStepExecutor: StepExecutor {
     private var step: PlanStep { .migration(migration) }
 
     func apply(in context: StepContext) throws -> StepOutcome {
-        let script = MigrationScript(migration: migration, database: context.database, part: down.map { .down($0) } ?? .up)
+        // Where the file runs: this connection, or (through a pooler) a direct one of its own, closed after it.
+        let runner: (any MigrationDatabase)
+        do {
+            runner = try context.database.noneStepRunner() ?? context.database
+        } catch let error as DatabaseError {
+            throw StepFailure(step, message: "could not open a connection of its own to run the file on: \(error.message); nothing ran", databaseError: error)
+        }
+        let script = MigrationScript(migration: migration, database: runner, part: down.map { .down($0) } ?? .up)
         let (text, checksum) = try script.read()
         try context.confirmReviewed(step, checksum: checksum)
         do {
@@ -42,7 +49,7 @@ struct NoneStepExecutor: StepExecutor {
         var failure: StepFailure?
         var ran: (checksum: String, text: String?)?
         do {
-            ran = try run(script, context)
+            ran = try run(script, context, on: runner)
             // Saved while it ran: what ran is neither what was claimed nor what was reviewed.
             if let ran, context.reviewedChecksum != nil, ran.checksum != checksum {
                 failure = StepFailure(step, message: "the file changed while it ran, after the plan was reviewed (plan id \(context.options.expectedPlanID ?? "")): what ran is not what was reviewed")
@@ -143,8 +150,8 @@ struct NoneStepExecutor: StepExecutor {
 
     /// Runs the file. Afterwards the connection must be back in autocommit mode: a `BEGIN` without `COMMIT` would
     /// otherwise hold everything, history included, until the connection closes, and then vanish.
-    private func run(_ script: MigrationScript, _ context: StepContext) throws -> (checksum: String, text: String?) {
-        let database = context.database
+    private func run(_ script: MigrationScript, _ context: StepContext,
+                     on database: any MigrationDatabase) throws -> (checksum: String, text: String?) {
         var statements = 0
         // Whether the file had its own transaction open after its last completed statement: SQLite may roll that
         // back by itself when a statement fails (`INSERT OR ROLLBACK`, `RAISE(ROLLBACK)`), Strata does otherwise.

@@ -47,6 +47,34 @@ final class PostgresPoolerSettingsTests: XCTestCase {
         }
     }
 
+    /// What a file leaves on its session stays with it: a transactional file's session advisory lock, prepared
+    /// statement and temporary table are gone from the pooled server connection after its step, and a
+    /// `transaction="none"` file (run on a direct connection of its own) sets nothing the next step or the
+    /// application's sessions see.
+    func testWhatAFileLeavesOnItsSessionDoesNotStayOnThePooledConnection() throws {
+        let bouncer = try PgBouncer.start(self, mode: .transaction, poolSize: 1)
+        let project = try Project(self, backend: .postgres, manifestBody: """
+            <migrations directory="sql"><migration file="002_none.sql" transaction="none"/></migrations>
+            """, files: [
+            "sql/001_leftovers.sql": "SELECT pg_advisory_lock(42); PREPARE leftover AS SELECT 1; CREATE TEMP TABLE scratch (x int); CREATE SCHEMA archive;",
+            "sql/002_none.sql": "SET search_path = archive, public; SET lock_timeout = '1234ms'; SELECT pg_advisory_lock(43);",
+            "sql/003_b.sql": "CREATE TABLE b (id int);",
+        ])
+        let database = try PostgresServer.shared().database(for: project.root)
+        let direct = try PostgresServer.shared().url(database: database)
+        let migrate = try project.strata(["migrate", "--database", bouncer.url(database: database), "--direct-database", direct])
+        XCTAssertEqual(migrate.status, 0, migrate.stderr)
+        let admin = try PostgresConnection(url: direct)
+        XCTAssertEqual(try admin.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = 'b'", as: Int.self), 1,
+                       "the none file's search_path did not reach the next step")
+        XCTAssertEqual(try bouncer.psql(database: database, "SELECT count(*) FROM pg_prepared_statements"), "0")
+        XCTAssertEqual(try bouncer.psql(database: database, "SELECT current_setting('lock_timeout') || '|' || current_setting('search_path')"),
+                       "0|\"$user\", public")
+        XCTAssertEqual(try admin.scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid IN (42, 43)", as: Int.self), 0,
+                       "no session advisory lock left on any server session")
+        XCTAssertEqual(try bouncer.psql(database: database, "SELECT count(*) FROM pg_class WHERE relname = 'scratch'"), "0")
+    }
+
     private func checkNothingLeft(mode: PgBouncer.Mode) throws {
         let bouncer = try PgBouncer.start(self, mode: mode, poolSize: 1)
         let project = try Project(self, backend: .postgres, files: [
