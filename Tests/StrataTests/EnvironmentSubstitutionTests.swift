@@ -77,4 +77,23 @@ final class EnvironmentSubstitutionTests: XCTestCase {
             XCTAssertEqual(try project.migrator().status().map(\.state), [.pending])
         }
     }
+
+    /// The plan reviewed is the text the environment makes: another value is another plan id, so `--plan-id`
+    /// refuses a run whose substituted SQL is not what was reviewed.
+    func testThePlanIDCoversTheSubstitutedText() throws {
+        let project = try Project(self, backend: .sqlite, manifestBody: #"<migrations directory="sql" format="goose" envsub="true"/>"#,
+                                  files: ["sql/001_t.sql": "-- +goose ENVSUB ON\n-- +goose Up\nCREATE TABLE ${TBL} (id INTEGER);\n"])
+        func planID(_ value: String) throws -> String {
+            let plan = try runStrata(["plan", "--manifest", project.manifestPath, "--format", "json"], in: project.root, environment: ["TBL": value])
+            XCTAssertEqual(plan.status, 0, plan.stderr)
+            guard let range = plan.stdout.range(of: #""planId":""#) else { return "" }
+            return String(plan.stdout[range.upperBound...].prefix(16))
+        }
+        let reviewed = try planID("reviewed")
+        XCTAssertEqual(try planID("reviewed"), reviewed)
+        XCTAssertNotEqual(try planID("other"), reviewed)
+        let run = try runStrata(["migrate", "--manifest", project.manifestPath, "--plan-id", reviewed], in: project.root, environment: ["TBL": "other"])
+        XCTAssertEqual(run.status, 3, run.stderr)
+        XCTAssertFalse(try Database(path: project.databasePath).tableExists("other"))
+    }
 }

@@ -288,4 +288,14 @@ final class RollbackOrderTests: XCTestCase {
         XCTAssertTrue(migrate.stderr.contains("which is also migration '001_undo.sql'"), migrate.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: shared.databasePath), "nothing ran")
     }
+
+    /// `X.Down.sql` (a down in another letter case) beside `X.sql` is refused, not run as a migration that undoes X.
+    func testADownNamedInAnotherLetterCaseIsRefusedNotRun() throws {
+        let project = try Project(self, backend: .sqlite, manifestBody: #"<migrations directory="sql"/>"#,
+                                  files: ["sql/003_c.sql": "CREATE TABLE c (id INTEGER);\n", "sql/003_c.Down.sql": "DROP TABLE c;\n"])
+        let migrate = try project.strata(["migrate"])
+        XCTAssertEqual(migrate.status, 3, migrate.stderr)
+        XCTAssertTrue(migrate.stderr.contains("'003_c.Down.sql'") && migrate.stderr.contains("named as a down in another letter case"), migrate.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath), "nothing ran")
+    }
 }

@@ -243,6 +243,11 @@ struct MigrationLayout {
                     continue
                 }
             }
+            // `X.Down.sql`: named as a down in another letter case; run as a migration it would undo its up.
+            if !format.hasSections, !file.hasSuffix(".down.sql"), file.lowercased().hasSuffix(".down.sql") {
+                problems.append(Problem(message: "\(named(file)) is named as a down in another letter case: Strata's downs are 'NAME.down.sql' (lower case), and taken as a migration it would run as an up; rename it to '\(file.dropLast(9)).down.sql' to make it a down, or to a name without '.down' if it is a migration"))
+                continue
+            }
             if !format.hasSections, Self.isFlywayUndo(file) {
                 foreign["flyway", default: []].append(file)
                 continue

@@ -36,3 +36,13 @@ extension MigrationScript {
         return true
     }
 }
+
+extension MigrationScript {
+    /// The up section of a migration as it would run with the environment substituted (`ENVSUB ON` parts), for
+    /// the plan id; nil when the file cannot be read ahead or a variable cannot be substituted (the run says why).
+    static func substitutedText(of migration: MigrationStep) -> [UInt8]? {
+        guard let bytes = fileBytes(migration.path, atMost: recordedTextLimit),
+              let section = try? migration.format.upSection(of: bytes) else { return nil }
+        return try? substituted(Array(bytes[section.range]), section, migration)
+    }
+}

@@ -169,7 +169,12 @@ struct Planner {
     /// The checksum of a step's content as the plan id covers it, under the version its record would get here;
     /// nil for a file that cannot be read.
     func contentChecksum(_ step: PlanStep) -> String? {
-        try? step.currentChecksum(version: step.checksumVersion(on: database.dialect))
+        guard let checksum = try? step.currentChecksum(version: step.checksumVersion(on: database.dialect)) else { return nil }
+        // A goose file with ENVSUB runs with the environment's values: the plan reviewed is the text they make, so
+        // another value is another plan (the values themselves are not in the id, only their hash).
+        guard case .migration(let migration) = step, migration.substitutesEnvironment,
+              let substituted = MigrationScript.substitutedText(of: migration) else { return checksum }
+        return checksum + "+" + ((try? Checksum.of(substituted)) ?? "unreadable")
     }
 
     /// The plan's id: its steps in order, each with why it runs, its content (`PlannedStep.checksum`) and its
