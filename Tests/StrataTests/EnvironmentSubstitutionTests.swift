@@ -96,4 +96,17 @@ final class EnvironmentSubstitutionTests: XCTestCase {
         XCTAssertEqual(run.status, 3, run.stderr)
         XCTAssertFalse(try Database(path: project.databasePath).tableExists("other"))
     }
+
+    /// A database message that quotes a substituted value names the variable instead: values never reach messages.
+    func testAFailureQuotingASubstitutedValueNamesTheVariableNotTheValue() throws {
+        let project = try Project(self, backend: .sqlite, manifestBody: #"<migrations directory="sql" format="goose" envsub="true"/>"#,
+                                  files: ["sql/001_t.sql": "-- +goose ENVSUB ON\n-- +goose Up\nSELECT * FROM ${SECRET_TABLE};\n"])
+        for format in ["text", "json"] {
+            let run = try runStrata(["migrate", "--manifest", project.manifestPath, "--format", format], in: project.root,
+                                    environment: ["SECRET_TABLE": "s3cr3t_value"])
+            XCTAssertEqual(run.status, 1, run.stderr)
+            XCTAssertFalse((run.stdout + run.stderr).contains("s3cr3t_value"), run.stdout + run.stderr)
+            XCTAssertTrue((run.stdout + run.stderr).contains("${SECRET_TABLE}"), run.stdout + run.stderr)
+        }
+    }
 }

@@ -123,6 +123,9 @@ struct MigrationScript {
                 if count + chunk.count <= Self.recordedTextLimit { kept?.append(contentsOf: chunk) } else { kept = nil }
             }
         }
+        // The environment's values substituted into what runs, by name: the database's message may quote one
+        // (`invalid input syntax for type integer: "…"`), and a message says `${NAME}` where it would.
+        var substitutedValues: [(name: String, value: String)] = []
         do {
             if !format.hasSections && !unwrapsOuterTransaction {
                 try database.runScript(contentsOfFile: path, insideTransaction: runsInTransaction,
@@ -143,6 +146,7 @@ struct MigrationScript {
                     throw failure("the file's own transaction option changed since the manifest was read; run again")
                 }
                 var runnable = Array(bytes[section.range])
+                if !section.environmentRanges.isEmpty { substitutedValues = Self.namedValues(in: runnable) }
                 do { runnable = try Self.substituted(runnable, section, migration) } catch let error as EnvironmentSubstitution.Failure {
                     throw failure(error.message, line: error.line)
                 }
@@ -153,8 +157,11 @@ struct MigrationScript {
                                        insideTransaction: runsInTransaction, afterEach: statementFinished)
             }
         } catch let error as DatabaseError {
-            let message = error.line == nil && error.kind == .cannotOpen
+            var message = error.line == nil && error.kind == .cannotOpen
                 ? "cannot read the migration file (\(error.message))" : error.message
+            for (name, value) in substitutedValues where !value.isEmpty {
+                message = message.replacingEvery(value, with: "${\(name)}")
+            }
             var failed = failure(message, line: error.line, column: error.column)
             failed.databaseError = error
             throw failed
