@@ -82,6 +82,15 @@ struct PostgresStepLocks: StepLocking {
         guard databases[0] == databases[1] else {
             throw DatabaseError(kind: .misuse, code: nil, message: "the direct connection \(session.name) given for transaction=\"none\" steps' claims reaches database \(databases[1]), not \(databases[0]), the one being migrated")
         }
+        // The same name on another server is another database: a server is told by when it started, and its
+        // database by its oid, which any role may read.
+        let servers = try [connection, session].map {
+            try $0.scalar("SELECT pg_catalog.pg_postmaster_start_time()::text || ' ' || d.oid::text FROM pg_catalog.pg_database d WHERE d.datname = current_database()",
+                          as: String.self) ?? ""
+        }
+        guard servers[0] == servers[1] else {
+            throw DatabaseError(kind: .misuse, code: nil, message: "the direct connection \(session.name) given for transaction=\"none\" steps' claims reaches a database named \(databases[0]) on another server (started \(servers[1].split(separator: " ").first ?? "?"), the migrated one \(servers[0].split(separator: " ").first ?? "?")): its locks would not be the migrated database's; give the URL of the server the pooler connects to")
+        }
         return session
     }
 

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import StrataCore
+@testable import StrataPostgres
 
 /// `rehearse`, `migrate` (seeds included), `status` and `plan` through PgBouncer in transaction pooling, and what
 /// `--direct-database` accepts.
@@ -48,6 +50,33 @@ final class PostgresPoolerCommandsTests: XCTestCase {
         let withDirect = try project.strata(["migrate", "--database", pooled, "--direct-database", direct, "--format", "json"])
         XCTAssertEqual(withDirect.status, 0, withDirect.stderr + withDirect.stdout)
         XCTAssertEqual(try bouncer.psql(database: database, "SELECT to_regclass('public.a_name') IS NOT NULL AND to_regclass('public.b') IS NOT NULL"), "t")
+    }
+
+    /// A `--direct-database` naming a database of the same name on another server is refused before anything runs:
+    /// its locks are not the migrated database's.
+    func testADirectDatabaseOfTheSameNameOnAnotherServerIsRefused() throws {
+        guard let programs = PostgresPrograms.find(), ProcessInfo.processInfo.environment["STRATA_TEST_POSTGRES_URL"] == nil else {
+            throw XCTSkip("second-server test skipped: no PostgreSQL server binaries, or STRATA_TEST_POSTGRES_URL names an existing server")
+        }
+        let bouncer = try PgBouncer.start(self, mode: .transaction, poolSize: 2)
+        let project = try Project(self, backend: .postgres, manifestBody: """
+            <migrations directory="sql"><migration file="001_index.sql" transaction="none"/></migrations>
+            """, files: ["sql/001_index.sql": "CREATE TABLE t (id int);"])
+        let database = try PostgresServer.shared().database(for: project.root)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-pg-other-\(UUID().uuidString.prefix(8))")
+        try programs.makeDirectory(directory)
+        let other = try PostgresInstance.initdb(programs, data: directory.appendingPathComponent("data"), socketDirectory: directory, port: 5432)
+        addTeardownBlock {
+            other.stop(mode: "immediate")
+            try? FileManager.default.removeItem(at: directory)
+        }
+        try other.start()
+        try PostgresConnection(url: other.url(database: "postgres")).executeSimple("CREATE DATABASE " + quoteIdentifier(database))
+        let run = try project.strata(["migrate", "--database", bouncer.url(database: database),
+                                      "--direct-database", other.url(database: database)])
+        XCTAssertEqual(run.status, 3, run.stderr)
+        XCTAssertTrue(run.stderr.contains("on another server"), run.stderr)
+        XCTAssertEqual(try bouncer.psql(database: database, "SELECT to_regclass('public.t') IS NULL"), "t", "nothing ran")
     }
 
     /// A session advisory lock a rehearsed step takes and keeps outlives the rollback on the pooled server session the
