@@ -66,7 +66,9 @@ enum SQLLint {
         switch first {
         case "VACUUM", "ATTACH", "DETACH":
             return "\(first) cannot run inside a transaction" + suffix
-        case "BEGIN", "COMMIT", "END":
+        case "BEGIN":
+            return "BEGIN cannot run inside the transaction Strata wraps around the file (SQLite refuses a transaction within a transaction)" + suffix
+        case "COMMIT", "END":
             return "\(first) would end the transaction Strata wraps around the file, breaking all-or-nothing" + suffix
         case "ROLLBACK" where !words.contains("TO"):
             return "ROLLBACK would end the transaction Strata wraps around the file, breaking all-or-nothing" + suffix

@@ -65,6 +65,8 @@ extension Commands {
                 output.line(Self.appliedLine(step, width: idWidth))
             case .seedProgress(let id, let rows, let read, let total):
                 progress.update(id: id, rows: rows, bytesRead: read, totalBytes: total)
+            case .statementProgress(let id, let finished, let total, let elapsed):
+                progress.update(id: id, statement: finished, of: total, elapsed: elapsed)
             case .scriptProgress(let id, let read, let total):
                 progress.update(id: id, bytesRead: read, totalBytes: total)
             case .waiting(let message), .notice(let message):

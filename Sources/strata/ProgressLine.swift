@@ -15,6 +15,8 @@ struct ProgressLine {
     let enabled: Bool
     private var started: ContinuousClock.Instant?
     private var shown = false
+    /// When a statement line was last drawn.
+    private var drawn: ContinuousClock.Instant?
 
     init(enabled: Bool) { self.enabled = enabled }
 
@@ -38,10 +40,25 @@ struct ProgressLine {
         shown = true
     }
 
+    /// A migration file's statements: `statement 3 of 40, 12.4 s`. The first is always drawn (a step slow from its
+    /// first statement is seen at once), then at most ten times a second, so a file of many quick statements does
+    /// not spend its time writing to the terminal.
+    mutating func update(id: String, statement: Int, of total: Int?, elapsed: Duration) {
+        guard enabled else { return }
+        let now = ContinuousClock.now
+        if statement > 1, let last = drawn, now - last < .milliseconds(100) { return }
+        drawn = now
+        let (whole, fraction) = elapsed.components
+        let counted = total.map { statement <= $0 ? "statement \(statement) of \($0)" : "statement \(statement)" } ?? "statement \(statement)"
+        _ = StandardOutput.writeAll("\r  applying \(id): \(counted), \(whole).\(fraction / 100_000_000_000_000_000) s\u{1B}[K", to: STDERR_FILENO)
+        shown = true
+    }
+
     mutating func clear() {
         guard shown else { return }
         _ = StandardOutput.writeAll("\r\u{1B}[K", to: STDERR_FILENO)
         shown = false
         started = nil
+        drawn = nil
     }
 }

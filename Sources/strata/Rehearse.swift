@@ -42,6 +42,8 @@ extension Commands {
             switch event {
             case .seedProgress(let id, let rows, let read, let total):
                 progress.update(id: id, rows: rows, bytesRead: read, totalBytes: total)
+            case .statementProgress(let id, let finished, let total, let elapsed):
+                progress.update(id: id, statement: finished, of: total, elapsed: elapsed)
             case .scriptProgress(let id, let read, let total):
                 progress.update(id: id, bytesRead: read, totalBytes: total)
             case .finished:

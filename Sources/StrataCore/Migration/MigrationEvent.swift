@@ -8,6 +8,9 @@ public enum MigrationEvent: Sendable {
     case seedProgress(id: String, rows: Int, bytesRead: Int, totalBytes: Int)
     /// A migration file being read and run; reported per chunk read (1 MiB).
     case scriptProgress(id: String, bytesRead: Int, totalBytes: Int)
+    /// A statement of a migration file finished: `finished` so far, of `total` where the file was read ahead and its
+    /// statements counted by the dialect's lexer (nil for a larger file), `elapsed` since the file started.
+    case statementProgress(id: String, finished: Int, total: Int?, elapsed: Duration)
     /// The run is waiting for something, said in a sentence (a lock another runner holds).
     case waiting(String)
     /// A transactional step failed because a statement gave up waiting for a lock, or the database chose it to break

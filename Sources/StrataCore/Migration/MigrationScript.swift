@@ -126,12 +126,24 @@ struct MigrationScript {
         // The environment's values substituted into what runs, by name: the database's message may quote one
         // (`invalid input syntax for type integer: "…"`), and a message says `${NAME}` where it would.
         var substitutedValues: [(name: String, value: String)] = []
+        // Statement n of m for a progress line: m counted by the dialect's lexer where the text is read ahead.
+        let started = ContinuousClock.now
+        var finished = 0
+        var total: Int?
+        let afterEach: (() -> Void)? = progress == nil ? statementFinished : {
+            finished += 1
+            statementFinished?()
+            progress?(.statementProgress(id: migration.id, finished: finished, total: total, elapsed: ContinuousClock.now - started))
+        }
         do {
             if !format.hasSections && !unwrapsOuterTransaction {
+                if progress != nil, let bytes = Self.fileBytes(path, atMost: MigrationLint.sizeLimit) {
+                    total = OuterTransaction.statements(bytes, backend: database.dialect.backend)?.count
+                }
                 try database.runScript(contentsOfFile: path, insideTransaction: runsInTransaction,
                                        progress: { read, total in
                     progress?(.scriptProgress(id: migration.id, bytesRead: read, totalBytes: total))
-                }, observe: observe, afterEach: statementFinished)
+                }, observe: observe, afterEach: afterEach)
             } else {
                 let bytes: [UInt8]
                 do { bytes = try RegularFile(path: path).readToEnd() } catch {
@@ -153,8 +165,9 @@ struct MigrationScript {
                 if unwrapsOuterTransaction, let unwrapped = OuterTransaction.unwrapped(runnable, backend: database.dialect.backend) {
                     runnable = unwrapped
                 }
+                if progress != nil { total = OuterTransaction.statements(runnable, backend: database.dialect.backend)?.count }
                 try database.runScript(runnable, startLine: section.startLine,
-                                       insideTransaction: runsInTransaction, afterEach: statementFinished)
+                                       insideTransaction: runsInTransaction, afterEach: afterEach)
             }
         } catch let error as DatabaseError {
             var message = error.line == nil && error.kind == .cannotOpen
