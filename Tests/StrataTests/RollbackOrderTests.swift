@@ -298,4 +298,26 @@ final class RollbackOrderTests: XCTestCase {
         XCTAssertTrue(migrate.stderr.contains("'003_c.Down.sql'") && migrate.stderr.contains("named as a down in another letter case"), migrate.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: project.databasePath), "nothing ran")
     }
+
+    /// Steps applied within one second are ordered by their instants, not by their `applied_at` text: a whole second
+    /// is written without a fraction (`…:05Z`), which as text sorts after `…:05.500Z`.
+    func testAStepAppliedOnAWholeSecondIsOrderedByItsInstant() throws {
+        try forEachBackend { backend in
+            let project = try project(backend, Self.three)
+            XCTAssertNil(try project.migrator().migrate().failure)
+            let history = try project.connection().history
+            for (id, at) in [("001_users.sql", "2026-01-01T00:00:04Z"), ("002_admin.sql", "2026-01-01T00:00:05Z"),
+                             ("003_posts.sql", "2026-01-01T00:00:05.500Z")] {
+                let record = try XCTUnwrap(try history.record(kind: .migration, identity: id))
+                try history.write(HistoryRecord(kind: record.kind, identity: record.identity, checksum: record.checksum,
+                                                checksumVersion: record.checksumVersion, appliedAt: at, durationMs: record.durationMs,
+                                                rowCount: record.rowCount, state: record.state, toolVersion: record.toolVersion,
+                                                appliedSQL: record.appliedSQL, runner: record.runner, error: record.error))
+            }
+            XCTAssertEqual(try project.migrator().rollbackPlan(.steps(1)).steps.map(\.step.id), ["003_posts.sql"])
+            let report = try project.migrator().rollback(.steps(1))
+            XCTAssertNil(report.failure, "003 was applied last: nothing was applied after it")
+            XCTAssertEqual(report.applied.map(\.id), ["003_posts.sql"])
+        }
+    }
 }

@@ -36,7 +36,7 @@ extension Planner {
             if case .migration(let migration)? = status.step, migration.repeatable { return false }
             return true
         }.sorted { first, second in
-            let (a, b) = (first.record?.appliedAt ?? "", second.record?.appliedAt ?? "")
+            let (a, b) = (HistoryRecord.appliedInstant(first.record?.appliedAt ?? ""), HistoryRecord.appliedInstant(second.record?.appliedAt ?? ""))
             return a != b ? a < b : place(first) < place(second)
         }
     }

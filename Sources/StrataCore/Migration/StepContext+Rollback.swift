@@ -76,9 +76,9 @@ extension StepContext {
         let later = try history.all().filter { other in
             other.kind == record.kind && other.identity != record.identity && other.state != .deleted
                 && !other.identity.hasPrefix(HistoryRecord.rollbackIdentityPrefix)
-                && !scope.neverUndone.contains(other.identity) && other.appliedAt > record.appliedAt
+                && !scope.neverUndone.contains(other.identity) && HistoryRecord.appliedBefore(record, other)
         }
-        if let newest = later.last {
+        if let newest = later.max(by: HistoryRecord.appliedBefore) {
             throw StepFailure(step, message: "\(newest.identity) was applied after \(step.id) (at \(newest.appliedAt), after this rollback was planned or out of order) and stays applied: undoing \(step.id) under it could take what it built on; nothing was rolled back from here; plan the rollback again")
         }
         return record
@@ -110,5 +110,21 @@ extension StepContext {
         }
         try history.delete(kind: applied.kind, identity: applied.identity)
         try history.write(.rolledBack(applied, downSQL: ran?.text, durationMs: durationMs))
+    }
+}
+
+extension HistoryRecord {
+    /// Whether `first` was applied before `second`, by the instants their `applied_at` texts name: the text of a
+    /// whole second has no fraction (`…:05Z`), so compared as text it would sort after `…:05.001Z`. A text that does
+    /// not parse sorts first.
+    static func appliedBefore(_ first: HistoryRecord, _ second: HistoryRecord) -> Bool {
+        appliedInstant(first.appliedAt) < appliedInstant(second.appliedAt)
+    }
+
+    /// `applied_at` as seconds and nanoseconds since 1970, for ordering.
+    static func appliedInstant(_ text: String) -> (Int64, Int32) {
+        var bytes = Array(text.utf8)
+        let instant = bytes.withUnsafeMutableBufferPointer { ISO8601.parse(bytes: UnsafeBufferPointer($0)) }
+        return instant.map { ($0.seconds, $0.nanoseconds) } ?? (Int64.min, 0)
     }
 }
