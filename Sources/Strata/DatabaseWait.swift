@@ -55,8 +55,14 @@ public enum DatabaseWait {
                 throw DatabaseUnreachable(database: target.name, message: message, waited: nil, stopped: false)
             }
             if let postgres = target as? PostgresTarget, postgres.serverAnswers {
-                // The server is up and said no (authentication, a missing database): not a wait's to cure.
-                throw DatabaseUnreachable(database: target.name, message: message, waited: nil, stopped: false)
+                // Up now, but it may have come up after the attempt above failed (a server still starting): one more
+                // attempt, made while it answers, decides. If the server says no to that one too (authentication, a
+                // missing database), that is not a wait's to cure.
+                do {
+                    return try open()
+                } catch let error as DatabaseError where error.kind == .cannotOpen {
+                    throw DatabaseUnreachable(database: target.name, message: error.message, waited: nil, stopped: false)
+                }
             }
             let remaining = limit - (clock.now - start)
             guard remaining > .zero else {
