@@ -123,8 +123,7 @@ extension HistoryRecord {
 
     /// `applied_at` as seconds and nanoseconds since 1970, for ordering.
     static func appliedInstant(_ text: String) -> (Int64, Int32) {
-        var bytes = Array(text.utf8)
-        let instant = bytes.withUnsafeMutableBufferPointer { ISO8601.parse(bytes: UnsafeBufferPointer($0)) }
+        let instant = Array(text.utf8).withUnsafeBufferPointer { ISO8601.parse(bytes: $0) }
         return instant.map { ($0.seconds, $0.nanoseconds) } ?? (Int64.min, 0)
     }
 }
